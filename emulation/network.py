@@ -1,0 +1,131 @@
+"""Build, configure, check and stop the emulated network of one topology description.
+
+Split of duties: the description decides (names, ports, addresses, routes, ARP,
+bandwidth); Mininet creates hosts, veth links and HTB shaping (TCLink); this module
+makes the measured environment work (ENVIRONMENT.md): Open vSwitch with the
+userspace datapath under a remote Ryu controller, TSO/GSO/GRO off and jumbo frames on
+every interface, IP forwarding and host routes for BCube's server relaying, static ARP.
+Everything it creates is recorded in the run's `State` first, so teardown and
+`syncbed clean` can undo a run that died half way.
+"""
+from __future__ import annotations
+
+import shlex
+import subprocess
+import time
+from functools import partial
+
+from mininet.log import setLogLevel
+from mininet.link import TCLink
+from mininet.net import Mininet
+from mininet.node import OVSSwitch, RemoteController
+
+from topologies.mn import DescribedTopo
+
+OFFLOADS = "tx off tso off gso off gro off"
+
+
+class Network:
+    def __init__(self, topo, controller_port: int, state, run_tag: str, mtu: int = 9000, log=print):
+        self.topo = topo
+        self.port = controller_port
+        self.state = state
+        self.tag = run_tag
+        self.mtu = mtu
+        self.log = log
+        self.net: Mininet | None = None
+        self.start_seconds = None
+
+    # ---- lifecycle -----------------------------------------------------------------
+    def start(self) -> "Network":
+        setLogLevel("error")
+        t0 = time.time()
+        topo = self.topo
+        switch = partial(OVSSwitch, datapath="user", protocols="OpenFlow13", failMode="secure")
+        self.net = Mininet(topo=DescribedTopo(description=topo), switch=switch, link=TCLink,
+                           controller=None, build=False, autoSetMacs=False, waitConnected=False)
+        self.net.addController(RemoteController("c0", ip="127.0.0.1", port=self.port))
+        # record names before they exist: a crash inside build() must still be undone
+        self.state.add("bridges", *topo.switches())
+        self.state.add("intfs", *[i.name for i in topo.intfs.values() if topo.nodes[i.node].kind == "switch"])
+        self.net.build()
+        self.state.add("pids", *[h.pid for h in self.net.hosts])
+        self.net.start()
+        self._configure_switches()
+        self._configure_hosts()
+        self.start_seconds = time.time() - t0
+        return self
+
+    def stop(self):
+        if self.net is not None:
+            try:
+                self.net.stop()
+            finally:
+                self.net = None
+
+    def host(self, name: str):
+        return self.net.get(name)
+
+    # ---- configuration -------------------------------------------------------------
+    def _configure_switches(self):
+        topo = self.topo
+        sw_intfs = [i.name for i in topo.intfs.values() if topo.nodes[i.node].kind == "switch"]
+        vs = ["ovs-vsctl", "--timeout=30"]
+        for s in topo.switches():
+            vs += ["--", "set", "bridge", s, f"external_ids:syncbed={self.tag}",
+                   "--", "set", "interface", s, f"mtu_request={self.mtu}"]
+        for i in sw_intfs:
+            vs += ["--", "set", "interface", i, f"mtu_request={self.mtu}"]
+        _run(vs)
+        script = "\n".join(f"ethtool -K {i} {OFFLOADS} >/dev/null 2>&1; ip link set {i} mtu {self.mtu}"
+                           for i in sw_intfs)
+        _run(["sh", "-c", script])
+
+    def _configure_hosts(self):
+        topo = self.topo
+        relay = "1" if any(topo.routes.values()) else "0"
+        for name in topo.hosts():
+            h = self.host(name)
+            lines = [f"sysctl -qw net.ipv4.ip_forward={relay}",
+                     "sysctl -qw net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0",
+                     "sysctl -qw net.ipv4.conf.all.send_redirects=0"]
+            for nic in topo.host_nics(name):
+                lines += [f"ethtool -K {nic.name} {OFFLOADS} >/dev/null 2>&1",
+                          f"ip link set {nic.name} mtu {self.mtu}",
+                          f"ip addr replace {nic.ip}/{nic.prefixlen} dev {nic.name}",
+                          f"sysctl -qw net.ipv4.conf.{nic.name.replace('.', '/')}.rp_filter=0"]
+            lines += [f"ip neigh replace {ip} lladdr {mac} dev {dev} nud permanent"
+                      for ip, mac, dev in topo.arp.get(name, [])]
+            lines += [f"ip route replace {r.dst} via {r.via} dev {r.dev} onlink"
+                      for r in topo.routes.get(name, [])]
+            out = h.cmd("; ".join(lines) + "; echo syncbed-configured")
+            if "syncbed-configured" not in out or "rror" in out:
+                raise RuntimeError(f"configuring {name} failed: {out.strip()[:200]}")
+
+    # ---- checks --------------------------------------------------------------------
+    def reachability(self, retries: int = 2) -> list[str]:
+        """Ping every address of every other host from every host; return the failures."""
+        topo = self.topo
+        hosts = topo.hosts()
+        ips = {h: [n.ip for n in topo.host_nics(h)] for h in hosts}
+        failures: list[str] = []
+        for attempt in range(retries + 1):
+            failures = []
+            for name in hosts:  # all hosts ping in parallel, each through its targets in turn
+                targets = " ".join(ip for o in hosts if o != name for ip in ips[o])
+                self.host(name).sendCmd(
+                    f"for ip in {targets}; do ping -n -c1 -W2 -q $ip >/dev/null 2>&1 || echo FAIL $ip; done")
+            for name in hosts:
+                out = self.host(name).waitOutput()
+                failures += [f"{name}->{line.split()[1]}" for line in out.splitlines() if line.startswith("FAIL")]
+            if not failures:
+                break
+            time.sleep(1)
+        return failures
+
+
+def _run(cmd: list[str]):
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        raise RuntimeError(f"{shlex.join(cmd[:3])} ... failed: {(p.stderr or p.stdout).strip()[:300]}")
+    return p.stdout

@@ -1,0 +1,156 @@
+"""The machine-wide lock and the record of what a run created, so anything can be undone.
+
+One emulation at a time per machine: interface names and Open vSwitch are global.
+`Lock` is an flock on /run/syncbed/lock (released by the kernel if the holder dies)
+whose file names the active run. `State` lists, as soon as each thing exists, the
+processes, OVS bridges and interfaces a run created (/run/syncbed/state.json);
+`cleanup()` removes exactly those, plus any bridge tagged external_ids:syncbed, so a
+crashed or killed run is undone by the next run or by `syncbed clean` - never by
+killall.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+STATE_DIR = Path(os.environ.get("SYNCBED_STATE_DIR", "/run/syncbed"))
+
+
+class LockedError(RuntimeError):
+    pass
+
+
+class Lock:
+    def __init__(self, what: str):
+        self.what = what
+        self.path = STATE_DIR / "lock"
+        self.fd = None
+
+    def __enter__(self):
+        STATE_DIR.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 4096).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise LockedError(f"another syncbed run is active ({holder}); one emulation per machine: "
+                              "wait for it or stop it") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()}, {self.what}, since {time.strftime('%H:%M:%S')}".encode())
+        self.fd = fd
+        return self
+
+    def __exit__(self, *exc):
+        if self.fd is not None:
+            os.ftruncate(self.fd, 0)
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)
+            self.fd = None
+
+
+class State:
+    """Append-only record of what this run created; persisted after every change."""
+
+    def __init__(self, path: Path | None = None):
+        self.path = Path(path or STATE_DIR / "state.json")
+        self.data = {"pids": [], "pgids": [], "bridges": [], "intfs": []}
+
+    def add(self, key: str, *values):
+        for v in values:
+            if v is not None and v not in self.data[key]:
+                self.data[key].append(v)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.data))
+        os.replace(tmp, self.path)
+
+    @classmethod
+    def load(cls, path: Path | None = None) -> "State":
+        s = cls(path)
+        try:
+            s.data.update(json.loads(s.path.read_text()))
+        except (FileNotFoundError, json.JSONDecodeError):
+            pass
+        return s
+
+    def clear(self):
+        self.data = {"pids": [], "pgids": [], "bridges": [], "intfs": []}
+        self.path.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
+def kill_all(pgids=(), pids=(), grace: float = 3.0) -> None:
+    """SIGTERM our process groups and pids, then SIGKILL what is left after `grace` s."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for g in pgids:
+            try:
+                os.killpg(g, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+        for p in pids:
+            try:
+                os.kill(p, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+        deadline = time.time() + grace
+        while time.time() < deadline and any(_alive(p) for p in list(pids) + list(pgids)):
+            time.sleep(0.1)
+
+
+def ovs_bridges(tag_only: bool = True) -> list[str]:
+    try:
+        out = subprocess.run(["ovs-vsctl", "--timeout=5", "--format=csv", "--no-headings",
+                              "--columns=name,external_ids", "list", "bridge"],
+                             capture_output=True, text=True, timeout=10).stdout
+    except (FileNotFoundError, subprocess.TimeoutExpired):
+        return []
+    names = []
+    for line in out.splitlines():
+        name, _, ext = line.partition(",")
+        if not tag_only or "syncbed" in ext:
+            names.append(name.strip('"'))
+    return names
+
+
+def cleanup(state: State | None = None, verbose=False) -> list[str]:
+    """Undo a run: processes, bridges, interfaces. Returns what it removed."""
+    state = state or State.load()
+    done = []
+    pids = [p for p in state.data["pids"] if _alive(p)]
+    pgids = [g for g in state.data["pgids"] if _alive(g)]
+    if pids or pgids:
+        kill_all(pgids, pids)
+        done.append(f"stopped {len(pids) + len(pgids)} processes")
+    bridges = sorted(set(state.data["bridges"]) | set(ovs_bridges(tag_only=True)))
+    existing = set(ovs_bridges(tag_only=False))
+    gone = [b for b in bridges if b in existing]
+    for i in range(0, len(gone), 50):
+        cmd = ["ovs-vsctl", "--timeout=20"]
+        for b in gone[i:i + 50]:
+            cmd += ["--", "--if-exists", "del-br", b]
+        subprocess.run(cmd, capture_output=True, timeout=60)
+    if gone:
+        done.append(f"deleted {len(gone)} OVS bridges")
+    left = [i for i in state.data["intfs"] if Path(f"/sys/class/net/{i}").exists()]
+    for i in left:
+        subprocess.run(["ip", "link", "del", i], capture_output=True)
+    if left:
+        done.append(f"deleted {len(left)} interfaces")
+    state.clear()
+    if verbose:
+        for d in done:
+            print(f"syncbed clean: {d}")
+    return done
