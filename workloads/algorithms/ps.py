@@ -1,0 +1,122 @@
+"""`ps`: sharded parameter server, either co-located on the workers or on S dedicated ranks.
+
+The gradient is cut into shards (`base.split`), each owned by one server:
+- servers = 0 (co-located): the N workers are the servers; worker i owns shard i of N.
+- servers = S > 0 (`PlanContext.servers`): ranks N..N+S-1 hold no gradient; rank N+s owns
+  shard s of S. This is the PS-on-Fat-Tree baseline BML (Wang et al., NeurIPS 2018) is
+  compared against.
+Steps of one sync:
+1. Push: every worker sends shard j to its owner (keeping its own shard when co-located);
+   each owner receives the shard from every other worker and sums in rank order.
+2. Pull: each owner sends its reduced shard to every worker that is not itself.
+Every phase posts all its sends and receives first and then waits, so no ordering of ranks
+can deadlock Gloo; a worker waits for its pushes before receiving pulls into the same buffer.
+Traffic (DESIGN.md closed forms): co-located, each worker pushes (N-1)M/N and pulls (N-1)M/N;
+dedicated, each worker pushes M and pulls M, each server receives NM/S and sends NM/S.
+"""
+from __future__ import annotations
+
+import time
+
+import torch
+
+from workloads.algorithms.base import DTYPE_BYTES, Algorithm, Flow, check_options, merge_flows, split
+from workloads.gradients import as_flat
+
+PUSH_TAG, PULL_TAG = 0, 1
+
+
+def validate(ctx) -> None:
+    check_options("ps", ctx.options, ())
+
+
+def plan(ctx) -> dict:
+    validate(ctx)
+    n, s = ctx.workers, ctx.servers
+    owners = list(range(n)) if s == 0 else list(range(n, n + s))
+    return {"algorithm": "ps", "workers": n, "servers": s, "world": ctx.world, "elements": ctx.elements,
+            "nic": 0, "owners": owners, "shards": [list(c) for c in split(ctx.elements, len(owners))]}
+
+
+def _phases(plan: dict):
+    """(phase, src, dst, (start, end)) of every message of one sync, push first."""
+    workers = range(plan["workers"])
+    for owner, (start, end) in zip(plan["owners"], plan["shards"]):
+        if end == start:
+            continue
+        for w in workers:
+            if w != owner:
+                yield "push", w, owner, (start, end)
+    for owner, (start, end) in zip(plan["owners"], plan["shards"]):
+        if end == start:
+            continue
+        for w in workers:
+            if w != owner:
+                yield "pull", owner, w, (start, end)
+
+
+def traffic(plan: dict) -> list[Flow]:
+    return merge_flows(Flow(src, dst, plan["nic"], DTYPE_BYTES * (end - start))
+                       for _, src, dst, (start, end) in _phases(plan))
+
+
+def _wait(works) -> None:
+    for work in works:
+        work.wait()
+
+
+def execute(plan: dict, comm, grads):
+    """Workers return the summed gradient; a dedicated server returns its buffer with only its
+    own shard filled in (it holds no gradient, so pass it zeros of the full size)."""
+    flat = as_flat(grads)
+    if comm.world != plan["world"] or flat.numel() != plan["elements"]:
+        raise ValueError(f"ps plan is for {plan['world']} ranks and {plan['elements']} elements, "
+                         f"got {comm.world} ranks and {flat.numel()} elements")
+    me, nic, n = comm.rank, plan["nic"], plan["workers"]
+    messages = list(_phases(plan))
+    is_worker = me < n
+
+    # 1. push: send my shards to their owners; receive every worker's copy of the shard I own.
+    t0 = time.time()
+    works, incoming = [], {}
+    for phase, src, dst, (start, end) in messages:
+        if phase != "push":
+            continue
+        if dst == me:
+            incoming[src] = torch.empty(end - start, dtype=flat.dtype)
+            works.append(comm.recv(incoming[src], src, nic=nic, tag=PUSH_TAG))
+        elif src == me:
+            works.append(comm.send(flat[start:end], dst, nic=nic, tag=PUSH_TAG))
+    _wait(works)
+    pushed = sum(DTYPE_BYTES * (e - s) for ph, src, _, (s, e) in messages if ph == "push" and src == me)
+    comm.record(tree=0, stage=0, nic=nic, phase="push", t0=t0, t1=time.time(), bytes=pushed)
+
+    if me in plan["owners"]:  # sum in rank order (own copy at its place), written into my shard
+        start, end = plan["shards"][plan["owners"].index(me)]
+        if end > start:
+            parts = [flat[start:end] if w == me else incoming[w] for w in range(n)]
+            total = parts[0].clone()
+            for part in parts[1:]:
+                total += part
+            flat[start:end] = total
+
+    # 2. pull: owners send the reduced shard to every other worker; workers receive in place.
+    t0, works = time.time(), []
+    for phase, src, dst, (start, end) in messages:
+        if phase != "pull":
+            continue
+        if src == me:
+            works.append(comm.send(flat[start:end], dst, nic=nic, tag=PULL_TAG))
+        elif dst == me and is_worker:
+            works.append(comm.recv(flat[start:end], src, nic=nic, tag=PULL_TAG))
+    _wait(works)
+    pulled = sum(DTYPE_BYTES * (e - s) for ph, src, _, (s, e) in messages if ph == "pull" and src == me)
+    comm.record(tree=0, stage=1, nic=nic, phase="pull", t0=t0, t1=time.time(), bytes=pulled)
+    return flat
+
+
+ALGORITHM = Algorithm(
+    name="ps",
+    summary="sharded parameter server: co-located on all workers (servers=0) or on S dedicated ranks",
+    plan=plan, traffic=traffic, execute=execute, validate=validate, uses_servers=True,
+)

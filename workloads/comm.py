@@ -1,0 +1,119 @@
+"""One rank's Gloo process groups: one per NIC over all ranks, plus the extra groups a plan asks for.
+
+Why raw `ProcessGroupGloo` objects instead of `init_process_group`: a BCube server must send
+each level's traffic out of that level's NIC, and a default group can bind only one. Here
+every NIC l gets its own group over ALL world ranks, bound to that interface through
+`ProcessGroupGloo._Options()._devices` and rendezvousing under `PrefixStore(f"nic{l}")` of
+one shared `FileStore` (on the run's disk, so no control traffic crosses the emulated
+links). A `GroupSpec` from `algorithm.groups(plan)` becomes a group over its ranks on its
+NIC, under `PrefixStore(f"g:{id}")`; only member ranks build it (group rank = index in
+`spec.ranks`). torch 2.13 needs no default group for any of this.
+
+Executors only see this object: `send`/`recv` by global rank on a NIC (they return Gloo
+`Work`; post the pairs, then wait), `group(id)`, `barrier()`, and `record(**event)` for
+timeline events that the worker writes into the rank's JSONL log. `sent` and `messages` count
+the payload bytes and sends handed to `send` per (dst, nic); the parallel tests compare them
+with `traffic(plan)`.
+"""
+from __future__ import annotations
+
+import datetime
+import os
+from typing import Callable, Iterable
+
+import torch
+import torch.distributed as dist
+from torch.distributed import ProcessGroupGloo
+
+from workloads.algorithms.base import GroupSpec
+
+
+def _gloo_group(store, rank: int, size: int, interface: str, timeout_s: float) -> ProcessGroupGloo:
+    opts = ProcessGroupGloo._Options()
+    opts._devices = [ProcessGroupGloo.create_device(interface=interface)]
+    opts._timeout = datetime.timedelta(seconds=timeout_s)
+    return ProcessGroupGloo(store, rank, size, opts)
+
+
+class Comm:
+    """Process groups of one rank. Build it on every rank of the job with the same arguments
+    except `rank` (and `nics`, which name this host's interfaces)."""
+
+    def __init__(self, rank: int, world: int, store, nics: Iterable[str],
+                 groups: Iterable[GroupSpec] = (), timeout_s: float = 120.0,
+                 sink: Callable[[dict], None] | None = None):
+        nics = list(nics)
+        if world < 1 or not 0 <= rank < world:
+            raise ValueError(f"rank {rank} is outside world 0..{world - 1}")
+        if not nics:
+            raise ValueError("need at least one NIC interface name (NIC 0 first), e.g. ['lo']")
+        self.rank, self.world, self.nics, self.timeout_s = rank, world, nics, float(timeout_s)
+        # A path means a FileStore on the shared disk; a Store object is used as is (tests).
+        self.store = dist.FileStore(os.fspath(store), world) if isinstance(store, (str, os.PathLike)) else store
+        self.sink = sink  # called with each recorded event; None keeps them in self.events
+        self.events: list[dict] = []
+        self.iteration: int | None = None  # set by the worker, stamped on recorded events
+        self.sent: dict[tuple[int, int], int] = {}  # (dst, nic) -> payload bytes passed to send
+        self.messages: dict[tuple[int, int], int] = {}  # (dst, nic) -> number of sends
+        self._nic_pgs = [_gloo_group(dist.PrefixStore(f"nic{l}", self.store), rank, world, name,
+                                     self.timeout_s) for l, name in enumerate(nics)]
+        self._groups: dict[str, tuple[ProcessGroupGloo, tuple]] = {}
+        for spec in groups:
+            ranks = tuple(int(r) for r in spec.ranks)
+            if spec.id in self._groups:
+                raise ValueError(f"group id {spec.id!r} appears twice; group ids must be unique")
+            if len(set(ranks)) != len(ranks) or any(not 0 <= r < world for r in ranks):
+                raise ValueError(f"group {spec.id!r}: ranks {list(ranks)} must be distinct ranks in 0..{world - 1}")
+            if not 0 <= spec.nic < len(nics):
+                raise ValueError(f"group {spec.id!r} uses NIC {spec.nic}; this rank has NICs 0..{len(nics) - 1}")
+            if rank in ranks:
+                pg = _gloo_group(dist.PrefixStore(f"g:{spec.id}", self.store), ranks.index(rank), len(ranks),
+                                 nics[spec.nic], self.timeout_s)
+                self._groups[spec.id] = (pg, ranks)
+
+    # --- groups -------------------------------------------------------------------------
+    def nic(self, l: int = 0) -> ProcessGroupGloo:
+        """The group over all world ranks bound to NIC `l` (group rank = global rank)."""
+        if not 0 <= l < len(self._nic_pgs):
+            raise ValueError(f"NIC {l} does not exist; this rank has NICs 0..{len(self._nic_pgs) - 1} ({', '.join(self.nics)})")
+        return self._nic_pgs[l]
+
+    def group(self, gid: str) -> tuple[ProcessGroupGloo, tuple]:
+        """(process group, global ranks in group-rank order) of a GroupSpec containing this rank."""
+        if gid not in self._groups:
+            raise ValueError(f"rank {self.rank} is not in a group {gid!r}; its groups: "
+                             f"{', '.join(sorted(self._groups)) or '(none)'}")
+        return self._groups[gid]
+
+    # --- point to point -----------------------------------------------------------------
+    def send(self, tensor: torch.Tensor, dst: int, nic: int = 0, tag: int = 0):
+        """Start sending a contiguous tensor to global rank `dst` on NIC `nic`; returns Work."""
+        self._check_peer(dst)
+        self.sent[(dst, nic)] = self.sent.get((dst, nic), 0) + tensor.numel() * tensor.element_size()
+        self.messages[(dst, nic)] = self.messages.get((dst, nic), 0) + 1
+        return self.nic(nic).send([tensor], dst, tag)
+
+    def recv(self, tensor: torch.Tensor, src: int, nic: int = 0, tag: int = 0):
+        """Start receiving into a contiguous tensor from global rank `src` on NIC `nic`; returns Work."""
+        self._check_peer(src)
+        return self.nic(nic).recv([tensor], src, tag)
+
+    def _check_peer(self, peer: int) -> None:
+        if not 0 <= peer < self.world or peer == self.rank:
+            raise ValueError(f"rank {self.rank} cannot talk to rank {peer}; peers are the other ranks in 0..{self.world - 1}")
+
+    def barrier(self, nic: int = 0) -> None:
+        """Block until every rank reached this barrier (a few bytes on NIC `nic`)."""
+        self.nic(nic).barrier().wait()
+
+    # --- timeline -----------------------------------------------------------------------
+    def record(self, **event) -> None:
+        """Add a timeline event (default kind "stage"; stamped with the current iteration)."""
+        out = {"event": event.pop("event", "stage")}
+        if self.iteration is not None or "iter" in event:
+            out["iter"] = event.pop("iter", self.iteration)
+        out.update(event)
+        if self.sink is None:
+            self.events.append(out)
+        else:
+            self.sink(out)

@@ -1,0 +1,160 @@
+"""One rank of a sync job: `python -m workloads.worker --job job.json --rank R --nics a,b`.
+
+Started by the runner inside a Mininet host (or on localhost by the parallel tests, NICs
+`lo`), it only carries out what job.json says (docs/ARCHITECTURE.md, "Worker job file"):
+builds the rank's process groups (`workloads.comm.Comm`), then for each of warmup + iters
+iterations: barrier on NIC 0, backward (`GradientStream` over the synthetic gradient),
+`algorithm.execute(plan, comm, stream)`, and a check of the result against the local oracle
+(`workloads.gradients`). Everything it observes goes to `log_dir/rank<R>.jsonl`: `start`,
+one `iter` per iteration, executors' `stage` events, then `done` or one `error`. Rank 0
+prints `iter I/N sync S.SSS s` per iteration.
+
+Exit codes: 0 when every iteration ran (a wrong sum is reported in the log, not here),
+3 for the injected crash (`"crash": {"rank", "iter"}`, fault injection for tests), 1 on
+any error. Dedicated servers (ranks >= workers) hold no gradient: they pass zeros of the
+full size and their `iter` events carry `"server": true` (nothing to check on them).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import sys
+import time
+import traceback
+
+CRASH_EXIT = 3
+REQUIRED = ("algorithm", "plan", "workers", "world", "model", "iters", "store", "log_dir")
+
+
+class EventLog:
+    """The rank's JSONL log: one flushed line per event, so a killed run keeps what it did."""
+
+    def __init__(self, path: str):
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        self._file = open(path, "a", buffering=1)
+
+    def write(self, event: dict) -> None:
+        self._file.write(json.dumps(event) + "\n")
+        self._file.flush()
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m workloads.worker", description=__doc__.splitlines()[0])
+    parser.add_argument("--job", required=True, help="job.json written by the runner")
+    parser.add_argument("--rank", required=True, type=int, help="global rank of this process")
+    parser.add_argument("--nics", required=True, help="this host's interfaces, NIC 0 first, comma separated")
+    return parser.parse_args(argv)
+
+
+def read_job(path: str) -> dict:
+    with open(path) as f:
+        job = json.load(f)
+    missing = [k for k in REQUIRED if k not in job]
+    if missing:
+        raise ValueError(f"{path} misses key(s) {', '.join(missing)}; a job needs {', '.join(REQUIRED)}")
+    return job
+
+
+def job_layers(job: dict) -> list:
+    """[(name, numel, backward_s)] in forward order: the job's own list, which the runner
+    always fills; the model registry is only imported when the job trains a real model."""
+    if job.get("train"):
+        from workloads import models  # noqa: PLC0415 (only real training needs the model zoo)
+
+        return [(l.name, l.numel, l.backward_s) for l in models.load(job["model"]["spec"]).layers]
+    layers = job["model"].get("layers")
+    if not layers:
+        raise ValueError("job model has no layers list ([[name, numel, backward_s], ...])")
+    return [tuple(layer) for layer in layers]
+
+
+def host_name(nic0: str) -> str:
+    # Mininet names interfaces <host>-eth<l>; on localhost (lo) fall back to the machine name.
+    return nic0.rsplit("-", 1)[0] if "-" in nic0 else socket.gethostname()
+
+
+def run(job: dict, rank: int, nics: list, log: EventLog) -> None:
+    import torch  # after GLOO_SOCKET_IFNAME is set (main), before any Gloo device exists
+
+    from workloads.algorithms import base
+    from workloads.comm import Comm
+    from workloads.gradients import GradientStream, iteration_data
+
+    torch.set_num_threads(1)  # 2 cores host every worker and OVS: one compute thread each
+    workers, world = int(job["workers"]), int(job["world"])
+    if not 0 <= rank < world:
+        raise ValueError(f"rank {rank} is outside the job's world 0..{world - 1}")
+    algo = base.get(job["algorithm"])
+    plan = job["plan"]
+    groups = [base.GroupSpec(g["id"], tuple(g["ranks"]), int(g.get("nic", 0))) for g in job.get("groups", [])]
+    layers = job_layers(job)
+    size = sum(int(layer[1]) for layer in layers)
+    seed, dilation = int(job.get("seed", 0)), float(job.get("dilation", 1.0))
+    warmup, iters = int(job.get("warmup", 0)), int(job["iters"])
+    crash = job.get("crash") or {}
+    is_worker = rank < workers
+
+    comm = Comm(rank, world, job["store"], nics, groups, timeout_s=float(job.get("timeout_s", 120)), sink=log.write)
+    total = warmup + iters
+    for it in range(total):
+        if crash and int(crash.get("rank", -1)) == rank and int(crash.get("iter", -1)) == it:
+            log.write({"event": "error", "message": f"injected crash of rank {rank} at iter {it}", "t": time.time()})
+            os._exit(CRASH_EXIT)  # like a killed process: no clean Gloo shutdown
+        comm.iteration = it
+        if is_worker:
+            values, expected = iteration_data(rank, workers, size, seed, it)
+            stream = GradientStream(layers, values, dilation)
+        else:
+            expected, stream = None, GradientStream(layers, None, 0.0)
+        comm.barrier()
+        stream.start()
+        result = algo.execute(plan, comm, stream)
+        t_done = time.time()
+        stream.wait_all()  # t_ready exists even if an executor never waited for the last layer
+        event = {"event": "iter", "iter": it, "warmup": it < warmup, "t_start": stream.t_start,
+                 "t_ready": stream.t_ready, "t_done": t_done}
+        if is_worker:
+            err = float((result - expected).abs().max()) if size else 0.0
+            event.update(correct=err == 0.0, max_abs_err=err)
+        else:
+            event.update(correct=True, max_abs_err=0.0, server=True)
+        log.write(event)
+        if rank == 0:
+            print(f"iter {it + 1}/{total} sync {t_done - stream.t_ready:.3f} s", flush=True)
+    comm.barrier()  # nobody closes its connections while a peer still receives from it
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    nics = [n for n in args.nics.split(",") if n]
+    if not nics:
+        print(f"worker rank {args.rank}: error: --nics names no interface", file=sys.stderr)
+        return 1
+    # Gloo reads this when it resolves addresses; without it rendezvous hangs in a Mininet
+    # host, whose hostname resolves outside its namespace (ENVIRONMENT.md).
+    os.environ["GLOO_SOCKET_IFNAME"] = nics[0]
+    log = None
+    try:
+        job = read_job(args.job)
+        log = EventLog(os.path.join(job["log_dir"], f"rank{args.rank}.jsonl"))
+        log.write({"event": "start", "rank": args.rank, "host": host_name(nics[0]), "pid": os.getpid(),
+                   "t": time.time()})
+        run(job, args.rank, nics, log)
+        log.write({"event": "done", "t": time.time()})
+    except BaseException as exc:  # one line for the operator, the traceback for the debug log
+        message = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+        if log is not None:
+            log.write({"event": "error", "message": message, "t": time.time()})
+        print(f"worker rank {args.rank}: error: {message}", file=sys.stderr, flush=True)
+        traceback.print_exc(file=sys.stderr)
+        sys.stderr.flush()
+        sys.stdout.flush()
+        os._exit(130 if isinstance(exc, KeyboardInterrupt) else 1)  # Gloo threads may hang a normal exit
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
