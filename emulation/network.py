@@ -10,12 +10,13 @@ Everything it creates is recorded in the run's `State` first, so teardown and
 """
 from __future__ import annotations
 
+import json
 import shlex
 import subprocess
 import time
 from functools import partial
 
-from mininet.log import setLogLevel
+from mininet.log import lg, setLogLevel
 from mininet.link import TCLink
 from mininet.net import Mininet
 from mininet.node import OVSSwitch, RemoteController
@@ -23,6 +24,41 @@ from mininet.node import OVSSwitch, RemoteController
 from topologies.mn import DescribedTopo
 
 OFFLOADS = "tx off tso off gso off gro off"
+MIN_OVS_SNDBUF = 8 << 20
+
+
+class _QuietHtb:
+    """HTB warns 'quantum of class ... is big' for every link at these rates with MTU 9000;
+    it is harmless with one class per interface, and it buries real errors."""
+
+    @staticmethod
+    def filter(record):
+        return "quantum of class" not in record.getMessage()
+
+
+lg.addFilter(_QuietHtb)
+
+
+def ovs_send_buffer() -> int | None:
+    """Send buffer of ovs-vswitchd's packet socket (bytes), or None if not found."""
+    try:
+        out = subprocess.run(["ss", "-0", "-m", "-p", "-n"], capture_output=True, text=True, timeout=10).stdout
+    except (FileNotFoundError, subprocess.TimeoutExpired):
+        return None
+    for line in out.splitlines():
+        if "ovs-vswitchd" in line and "tb" in line:
+            return int(line.split("tb", 1)[1].split(",", 1)[0])
+    return None
+
+
+class ListeningController(RemoteController):
+    """A remote controller already known to listen (controllers.launcher checked).
+
+    Mininet's own check pipes telnet into the port; Ryu answers with a binary OpenFlow
+    HELLO that Mininet's UTF-8 reader sometimes cannot decode, failing the run."""
+
+    def checkListening(self):
+        pass
 
 
 class Network:
@@ -44,7 +80,7 @@ class Network:
         switch = partial(OVSSwitch, datapath="user", protocols="OpenFlow13", failMode="secure")
         self.net = Mininet(topo=DescribedTopo(description=topo), switch=switch, link=TCLink,
                            controller=None, build=False, autoSetMacs=False, waitConnected=False)
-        self.net.addController(RemoteController("c0", ip="127.0.0.1", port=self.port))
+        self.net.addController(ListeningController("c0", ip="127.0.0.1", port=self.port))
         # record names before they exist: a crash inside build() must still be undone
         self.state.add("bridges", *topo.switches())
         self.state.add("intfs", *[i.name for i in topo.intfs.values() if topo.nodes[i.node].kind == "switch"])
@@ -96,7 +132,7 @@ class Network:
                           f"sysctl -qw net.ipv4.conf.{nic.name.replace('.', '/')}.rp_filter=0"]
             lines += [f"ip neigh replace {ip} lladdr {mac} dev {dev} nud permanent"
                       for ip, mac, dev in topo.arp.get(name, [])]
-            lines += [f"ip route replace {r.dst} via {r.via} dev {r.dev} onlink"
+            lines += [f"ip route replace {r.dst} via {r.via} dev {r.dev} onlink" + (f" src {r.src}" if r.src else "")
                       for r in topo.routes.get(name, [])]
             out = h.cmd("; ".join(lines) + "; echo syncbed-configured")
             if "syncbed-configured" not in out or "rror" in out:
@@ -122,6 +158,71 @@ class Network:
                 break
             time.sleep(1)
         return failures
+
+
+def qdisc_drops(tc_json: str, names) -> dict:
+    """intf -> packets dropped by its root qdisc, from `tc -s -j qdisc show` output."""
+    out = {}
+    try:
+        rows = json.loads(tc_json or "[]")
+    except ValueError:
+        return out
+    for q in rows:
+        if q.get("root") and q.get("dev") in names:
+            out[q["dev"]] = out.get(q["dev"], 0) + int(q.get("drops", 0))
+    return out
+
+
+def drop_counters(net, topo) -> dict:
+    """Drops at every queue a packet crosses: HTB on both ends of each link, and OVS's
+    own per-port drops (its packet sockets overflowing when ovs-vswitchd falls behind)."""
+    sw = {i.name for i in topo.intfs.values() if topo.nodes[i.node].kind == "switch"}
+    drops = {"qdisc": qdisc_drops(_run(["tc", "-s", "-j", "qdisc", "show"]), sw), "ovs": {}}
+    for name in topo.hosts():
+        nics = {n.name for n in topo.host_nics(name)}
+        drops["qdisc"].update(qdisc_drops(net.host(name).cmd("tc -s -j qdisc show"), nics))
+    out = _run(["ovs-vsctl", "--timeout=20", "--format=json", "--columns=name,statistics", "list", "interface"])
+    for name, stats in json.loads(out)["data"]:
+        if name in sw:
+            st = dict(stats[1])
+            drops["ovs"][name] = int(st.get("rx_dropped", 0)) + int(st.get("tx_dropped", 0))
+    drops["tcp"] = tcp_counters(net, topo.hosts())
+    return drops
+
+
+TCP_KEYS = ("RetransSegs", "TCPTimeouts", "TCPSpuriousRTOs", "TCPLossProbes", "TCPFastRetrans",
+            "TCPDSACKRecv", "TCPDSACKOldSent", "TCPOFOQueue", "TCPRcvQDrop", "OutSegs")
+
+
+def parse_snmp(text: str) -> dict:
+    """Counters from /proc/net/snmp + /proc/net/netstat (header line, value line pairs)."""
+    out, lines = {}, text.splitlines()
+    for head, vals in zip(lines, lines[1:]):
+        h, v = head.split(), vals.split()
+        if h and v and h[0] == v[0] and h[0] in ("Tcp:", "TcpExt:") and len(h) == len(v):
+            for k, x in zip(h[1:], v[1:]):
+                if k in TCP_KEYS:
+                    out[k] = out.get(k, 0) + int(x)
+    return out
+
+
+def tcp_counters(net, hosts) -> dict:
+    """host -> TCP counters of its namespace (retransmissions, timeouts, ...)."""
+    return {h: parse_snmp(net.host(h).cmd("cat /proc/net/snmp /proc/net/netstat")) for h in hosts}
+
+
+def drop_delta(before: dict, after: dict) -> dict:
+    d = {}
+    for kind in ("qdisc", "ovs"):
+        d[kind] = {k: v - before.get(kind, {}).get(k, 0) for k, v in after.get(kind, {}).items()
+                   if v - before.get(kind, {}).get(k, 0) > 0}
+    d["total"] = sum(sum(v.values()) for v in d.values() if isinstance(v, dict))
+    tcp = {}
+    for h, c in after.get("tcp", {}).items():
+        for k, v in c.items():
+            tcp[k] = tcp.get(k, 0) + v - before.get("tcp", {}).get(h, {}).get(k, 0)
+    d["tcp"] = tcp
+    return d
 
 
 def _run(cmd: list[str]):

@@ -14,6 +14,8 @@ Names carry the structure (RipL style):
 Servers relay for non-neighbours, correcting one digit per hop (BCube's
 server-centric routing): highest differing digit first, the destination address's
 own level last, so the last hop lands on the NIC that owns the address when it can.
+Each relayed route names the server's own address on the destination's level as the
+preferred source, so both ends of a connection use the same level's addresses.
 """
 from __future__ import annotations
 
@@ -103,7 +105,11 @@ def build(n: int, k: int, bw: float, link_bw: dict | None = None) -> Topology:
                 hop = neighbour(i, lv, dd[k - 1 - lv], n)
                 if hop == d and lv == m:
                     continue  # on the connected level-m subnet, one switch away
-                routes.append(Route(f"{server_ip(d, m)}/32", server_ip(hop, lv), f"{host}-eth{lv}"))
+                # src: a connection to a level-m address speaks from our level-m address
+                # (Gloo does not bind the source when it connects), so the return path
+                # is the mirror of this one and not another level's relay path
+                routes.append(Route(f"{server_ip(d, m)}/32", server_ip(hop, lv), f"{host}-eth{lv}",
+                                    server_ip(i, m)))
         t.routes[host] = routes
         t.arp[host] = arp
     return t

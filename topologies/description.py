@@ -54,6 +54,7 @@ class Route:
     dst: str  # "a.b.c.d/32" or a subnet
     via: str  # next-hop IP
     dev: str  # outgoing host interface
+    src: str = ""  # preferred source address: keeps both directions of a flow on one level
 
 
 @dataclass

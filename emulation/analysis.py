@@ -1,0 +1,238 @@
+"""From a run folder's files to its verdicts: bytes, bound, switches, correctness, fidelity.
+
+Reads only files (topology.json, job.json, capture.pcap, ifindex.json, capture.json,
+calibration.json, cpu.json, workers/*.jsonl), so `syncbed analyze DIR` redoes it.
+- Expected payload per host NIC: the algorithm's traffic matrix (`traffic(plan)`, one
+  sync) times the number of syncs, laid onto the description's routes: a relaying
+  BCube server's NICs carry the flows it forwards (DESIGN.md).
+- Measured payload: TCP payload (IP length - headers) at the switch port facing each
+  NIC, from the capture; ARP and other non-TCP packets are never payload.
+- Bound: the busiest host NIC direction's expected bytes of one sync over its link
+  bandwidth: no schedule can beat it (on a non-blocking network it is the algorithm's
+  bandwidth term, e.g. 2(N-1)M/(NB) for ring).
+- Sync time of an iteration: max over ranks of t_done - max over ranks of t_ready.
+"""
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+from topologies.description import Topology
+from workloads.algorithms import base
+
+PAYLOAD_TOLERANCE = 0.03  # issue #2: measured within 3% of expected
+USED_FRACTION = 0.01  # a switch "carried gradient traffic" above 1% of the gradient bytes
+SERIES_BIN = 0.5  # seconds, for the busiest link's achieved rate
+
+
+# ---- pure parts -------------------------------------------------------------------
+def expected_nic_bytes(topo: Topology, hosts: list, flows: list, syncs: int = 1) -> dict:
+    """host NIC -> {"tx", "rx"} payload bytes of `syncs` syncs, laid onto the routes."""
+    out = {n.name: {"tx": 0, "rx": 0} for h in hosts for n in topo.host_nics(h)}
+    for f in flows:
+        dst_ip = topo.host_nics(hosts[f.dst])[f.nic].ip
+        for tx, rx in topo.host_hops(hosts[f.src], dst_ip):
+            out.setdefault(tx, {"tx": 0, "rx": 0})["tx"] += f.bytes * syncs
+            out.setdefault(rx, {"tx": 0, "rx": 0})["rx"] += f.bytes * syncs
+    return out
+
+
+def bound_seconds(topo: Topology, per_sync: dict) -> float:
+    worst = 0.0
+    for nic, d in per_sync.items():
+        bw = topo.link_of(nic).bw * 1e6 / 8
+        worst = max(worst, d["tx"] / bw, d["rx"] / bw)
+    return worst
+
+
+def sync_times(log_dir: Path, workers: int) -> dict:
+    """Per-iteration sync and iteration times from the worker logs (warmup excluded)."""
+    per_iter: dict[int, list] = {}
+    errors, correct, done = [], True, 0
+    stages = 0
+    for f in sorted(Path(log_dir).glob("rank*.jsonl")):
+        rank = int(f.stem[4:])
+        for line in f.read_text(errors="replace").splitlines():
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                continue
+            kind = ev.get("event")
+            if kind == "iter" and not ev.get("warmup"):
+                per_iter.setdefault(ev["iter"], []).append(ev)
+                if rank < workers and not ev.get("correct", False):
+                    correct = False
+            elif kind == "error":
+                errors.append(f"rank {rank}: {ev.get('message', '')[:200]}")
+            elif kind == "done":
+                done += 1
+            elif kind == "stage":
+                stages += 1
+    sync, iteration = [], []
+    for i in sorted(per_iter):
+        evs = per_iter[i]
+        ready = max(e["t_ready"] for e in evs)
+        end = max(e["t_done"] for e in evs)
+        sync.append(end - ready)
+        iteration.append(end - max(e["t_start"] for e in evs))
+    return {"sync_seconds": sync, "iteration_seconds": iteration, "correct": correct and bool(sync),
+            "errors": errors, "ranks_done": done, "stage_events": stages,
+            "complete_iters": sum(len(v) >= workers for v in per_iter.values())}
+
+
+def compare(expected: dict, measured: dict, floor: float) -> dict:
+    """Ratios measured/expected per NIC direction; unexpected traffic above `floor` bytes."""
+    ratios, unexpected = {}, []
+    for nic, e in expected.items():
+        for d in ("tx", "rx"):
+            m = measured.get(nic, {}).get(d, 0)
+            if e[d] > 0:
+                ratios[f"{nic}:{d}"] = m / e[d]
+            elif m > floor:
+                unexpected.append(f"{nic}:{d}")
+    vals = list(ratios.values())
+    ok = bool(vals) and all(abs(v - 1) <= PAYLOAD_TOLERANCE for v in vals) and not unexpected
+    return {"min": min(vals) if vals else None, "max": max(vals) if vals else None,
+            "unexpected": unexpected, "within_tolerance": ok, "tolerance": PAYLOAD_TOLERANCE}
+
+
+def fidelity(calibration: dict | None, cpu: dict | None, capture: dict | None, busiest: dict | None) -> dict:
+    """Mininet-HiFi style invariants -> faithful or not, with the reasons."""
+    reasons = []
+    for cls, c in ((calibration or {}).get("classes") or {}).items():
+        if not c.get("ok", False):
+            reasons.append(f"calibration of {cls}: {c['measured_mbps']:.1f} of {c['configured_mbps']:g} Mbit/s "
+                           f"(ratio {c['ratio']:.2f} outside 0.80-1.05)")
+    drops = (capture or {}).get("dropped_by_kernel")
+    if drops:
+        reasons.append(f"capture dropped {drops} packets: byte counts are incomplete")
+    ovs = ((cpu or {}).get("ovs_cores") or {}).get("mean")
+    busy = ((cpu or {}).get("machine_busy") or {}).get("mean")
+    if ovs is not None and ovs > 0.85:
+        reasons.append(f"ovs-vswitchd used {ovs:.2f} cores on average: forwarding was likely CPU-bound")
+    if busy is not None and busy > 0.90:
+        reasons.append(f"the machine was {busy:.0%} busy on average: workers or OVS starved")
+    if busiest and busiest.get("peak_ratio", 0) > 1.05:
+        reasons.append(f"busiest link {busiest['intf']} peaked at {busiest['peak_ratio']:.2f}x its configured rate")
+    return {"faithful": not reasons, "reasons": reasons,
+            "ovs_cpu_percent": None if ovs is None else round(100 * ovs, 1),
+            "machine_busy_percent": None if busy is None else round(100 * busy, 1),
+            "workers_cpu_percent": None if not (cpu or {}).get("workers_cores")
+            else round(100 * cpu["workers_cores"]["mean"], 1),
+            "busiest_link": busiest, "capture_drops": drops,
+            "calibration": {k: v.get("ratio") for k, v in ((calibration or {}).get("classes") or {}).items()}}
+
+
+# ---- from files ---------------------------------------------------------------------
+def _load(path: Path, default=None):
+    try:
+        return json.loads(Path(path).read_text())
+    except (FileNotFoundError, ValueError):
+        return default
+
+
+def measured_from_capture(topo: Topology, run_dir: Path, gradient_bytes: int) -> dict:
+    from emulation.pcap import read_counts
+
+    ifmap = {int(k): v for k, v in (_load(run_dir / "ifindex.json", {}) or {}).items()}
+    counts = read_counts(run_dir / "capture.pcap", networks=["10.0.0.0/8"], series_bin=SERIES_BIN)
+    ports: dict = {}
+    wire: dict = {}
+    for (ifindex, d), c in counts.per_if.items():
+        name = ifmap.get(ifindex)
+        if name is None or d not in ("rx", "tx"):
+            continue
+        ports.setdefault(name, {"tx": 0, "rx": 0})[d] += int(c["payload_bytes"])
+        wire.setdefault(name, {"tx": 0, "rx": 0, "payload": 0})
+        wire[name][d] += int(c["wire_bytes"])
+        wire[name]["payload"] += int(c["payload_bytes"])
+    # a host NIC's tx is what its switch port received, and the other way round
+    nics = {}
+    for intf in topo.intfs.values():
+        if intf.ip:
+            p = ports.get(topo.peer(intf.name).name, {"tx": 0, "rx": 0})
+            nics[intf.name] = {"tx": p["rx"], "rx": p["tx"]}
+    per_switch: dict = {}
+    for name, p in ports.items():
+        sw = topo.intfs[name].node if name in topo.intfs else None
+        if sw:
+            per_switch[sw] = per_switch.get(sw, 0) + p["rx"]
+    used = sorted(s for s, b in per_switch.items() if b >= USED_FRACTION * gradient_bytes)
+    busiest = None
+    if counts.series:
+        best = max(((k, v) for k, v in counts.series.items() if ifmap.get(k[0]) in topo.intfs),
+                   key=lambda kv: int(kv[1].sum()), default=None)
+        if best is not None:
+            (ifindex, d), series = best
+            name = ifmap[ifindex]
+            bw = topo.link_of(name).bw
+            peak = float(series.max()) * 8 / SERIES_BIN / 1e6
+            busy = series[series > 0.5 * series.max()] if series.max() > 0 else series
+            mean_busy = float(busy.mean()) * 8 / SERIES_BIN / 1e6 if len(busy) else 0.0
+            busiest = {"intf": name, "direction": d, "configured_mbps": bw, "peak_mbps": round(peak, 3),
+                       "busy_mean_mbps": round(mean_busy, 3), "peak_ratio": round(peak / bw, 4),
+                       "payload_bytes": int(series.sum())}
+    return {"nics": nics, "ports": ports, "wire": wire, "switches_used": used, "busiest": busiest,
+            "packets": counts.packets_total}
+
+
+def analyze_run(run_dir: Path) -> dict:
+    """Everything summary.json holds about one run, recomputed from its folder."""
+    run_dir = Path(run_dir)
+    job = _load(run_dir / "job.json")
+    topo = Topology.from_dict(_load(run_dir / "topology.json"))
+    algo = base.get(job["algorithm"])
+    hosts, workers = job["hosts"], job["workers"]
+    elements = sum(layer[1] for layer in job["model"]["layers"])
+    m_bytes = elements * base.DTYPE_BYTES
+    syncs = job["iters"] + job["warmup"]
+    flows = algo.traffic(job["plan"])
+    per_sync = expected_nic_bytes(topo, hosts, flows, 1)
+    expected = {k: {d: v[d] * syncs for d in v} for k, v in per_sync.items()}
+    times = sync_times(run_dir / "workers", workers)
+    meta = _load(run_dir / "run.json", {}) or {}
+    link_mbps = sorted({topo.link_of(n.name).bw for h in hosts for n in topo.host_nics(h)})
+    rec = {
+        "topology": topo.name, "algorithm": job["algorithm"], "workers": workers, "servers": job["servers"],
+        "hosts": hosts, "model": job["model"]["spec"], "gradient_bytes": m_bytes,
+        "link_mbps": link_mbps[0] if len(link_mbps) == 1 else link_mbps,
+        "iters": job["iters"], "warmup": job["warmup"],
+        "sync_seconds": times["sync_seconds"], "iteration_seconds": times["iteration_seconds"],
+        "median_sync_seconds": statistics.median(times["sync_seconds"]) if times["sync_seconds"] else None,
+        "bound_seconds": bound_seconds(topo, per_sync),
+        "payload_bytes_expected": expected,
+        "switches_total": len(topo.switches()),
+        "correct": times["correct"], "worker_errors": times["errors"],
+        "dir": run_dir.name, "status": meta.get("status", "ok"), "error": meta.get("error"),
+    }
+    if rec["median_sync_seconds"] and rec["bound_seconds"]:
+        rec["sync_over_bound"] = rec["median_sync_seconds"] / rec["bound_seconds"]
+    capture = _load(run_dir / "capture.json")
+    busiest = None
+    if (run_dir / "capture.pcap").exists():
+        meas = measured_from_capture(topo, run_dir, m_bytes)
+        measured = {k: v for k, v in meas["nics"].items() if k in expected}
+        cmp_ = compare(expected, measured, floor=USED_FRACTION * m_bytes)
+        tot_payload = sum(w["payload"] for w in meas["wire"].values())
+        tot_wire = sum(w["tx"] + w["rx"] for w in meas["wire"].values())
+        counters = (capture or {}).get("counters") or {}
+        cnt = sum(c["tx_bytes"] + c["rx_bytes"] for n, c in counters.items() if n in meas["wire"])
+        busiest = meas["busiest"]
+        rec.update({
+            "payload_bytes_measured": measured, "payload_ratio": cmp_,
+            "payload_ok": cmp_["within_tolerance"],
+            "link_bytes": meas["ports"],
+            "switches_used": meas["switches_used"], "switches_with_traffic": len(meas["switches_used"]),
+            "wire_overhead": (tot_wire - tot_payload) / tot_payload if tot_payload else None,
+            "capture_vs_counters": tot_wire / cnt if cnt else None,
+            "packets_captured": meas["packets"],
+        })
+    fid = fidelity(_load(run_dir / "calibration.json"), _load(run_dir / "cpu.json"), capture, busiest)
+    (run_dir / "fidelity.json").write_text(json.dumps(fid, indent=1))
+    rec["fidelity"] = fid
+    rec["faithful"] = fid["faithful"]
+    if times["complete_iters"] < job["iters"] and rec["status"] == "ok":
+        rec["status"] = "failed"
+        rec["error"] = rec["error"] or f"only {times['complete_iters']} of {job['iters']} iterations completed"
+    return rec

@@ -1,0 +1,179 @@
+"""Experiment configuration: YAML file and/or command-line options, validated up front.
+
+Everything that can be wrong with the input is found here, before a process starts:
+unknown topology or algorithm (the error lists the valid ones), bad BCube/Fat-Tree
+parameters, more workers than hosts, bandwidth out of (0, 1000] Mbit/s, an algorithm
+that does not run on a topology. `validate()` also builds every run's plan, so a
+planner's own refusal surfaces here too.
+
+An experiment is a list of topologies, each with the algorithms to run on it:
+    topologies: ["fattree,k=4", "bcube,n=4,k=2"]     # every algorithm on each
+    algorithms: [gloo, ring, ps]
+or, per topology:
+    topologies: {"bcube,n=3,k=2": [bml, ps], "fattree,k=4": [ps]}
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+import yaml
+
+from topologies import spec as topo_spec
+from workloads.algorithms import base
+
+PLACEMENTS = ("ordered", "spread")
+
+
+@dataclass
+class RunConfig:
+    name: str = "experiment"
+    topologies: object = field(default_factory=lambda: ["fattree,k=4", "bcube,n=4,k=2"])
+    algorithms: list = field(default_factory=lambda: ["gloo", "ring", "ps"])
+    workers: int | None = None  # None: every host of the topology
+    servers: int = 0  # dedicated PS hosts (ps only)
+    placement: str = "ordered"  # ranks on hosts: in host order, or spread over pods/edges
+    model: str = "synthetic,mb=4"
+    dilation: float = 1.0  # compute times x dilation (time dilation, see DESIGN.md)
+    size_scale: float = 1.0  # gradient sizes / size_scale (time dilation)
+    bw: float = 20.0  # Mbit/s on every link class not in link_bw
+    link_bw: dict = field(default_factory=dict)
+    iters: int = 5
+    warmup: int = 1
+    seed: int = 0
+    timeout: float = 300.0  # seconds per (topology, algorithm) run, workers included
+    calibrate: bool = True
+    capture: bool = True
+    mtu: int = 9000
+    options: dict = field(default_factory=dict)  # algorithm name -> its options
+    out: str = "results"
+    crash: dict | None = None  # fault injection: {"rank": r, "iter": i}
+    link_down: dict | None = None  # fault injection: {"link": "h00-eth1", "after_s": 2}
+    description: str = ""
+
+    def matrix(self) -> list[tuple[str, list[str]]]:
+        if isinstance(self.topologies, dict):
+            return [(t, list(a)) for t, a in self.topologies.items()]
+        return [(t, list(self.algorithms)) for t in self.topologies]
+
+
+def load(path: str | Path | None = None, **overrides) -> RunConfig:
+    """Read a YAML experiment file (optional) and apply non-None overrides on top."""
+    data: dict = {}
+    if path:
+        p = Path(path)
+        if not p.is_file():
+            raise ValueError(f"experiment file {p} does not exist")
+        try:
+            data = yaml.safe_load(p.read_text()) or {}
+        except yaml.YAMLError as e:
+            raise ValueError(f"experiment file {p} is not valid YAML: {str(e).splitlines()[0]}") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"experiment file {p} must be a mapping of options")
+        data.setdefault("name", p.stem)
+    known = {f.name for f in fields(RunConfig)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ValueError(f"unknown option(s) {', '.join(unknown)}; valid: {', '.join(sorted(known))}")
+    data.update({k: v for k, v in overrides.items() if v is not None})
+    cfg = RunConfig(**data)
+    if isinstance(cfg.topologies, str):
+        cfg.topologies = [cfg.topologies]
+    if isinstance(cfg.algorithms, str):
+        cfg.algorithms = [a.strip() for a in cfg.algorithms.split(",")]
+    return cfg
+
+
+@dataclass
+class PlannedRun:
+    """One (topology, algorithm) run with everything decided: hosts, plan, traffic."""
+
+    index: int
+    topology: object  # Topology
+    algorithm: str
+    hosts: list  # rank -> host name (workers first, then servers)
+    workers: int
+    servers: int
+    plan: dict
+    model: object  # workloads.models.Model (after scaling)
+
+    @property
+    def label(self) -> str:
+        return f"{self.topology.name} {self.algorithm}"
+
+
+def validate(cfg: RunConfig) -> list[PlannedRun]:
+    """Check everything and return the planned runs; raise ValueError with one line."""
+    from workloads import models  # torch import: only once the cheap checks passed
+
+    _check_numbers(cfg)
+    if cfg.placement not in PLACEMENTS:
+        raise ValueError(f"placement {cfg.placement!r} is unknown; valid: {', '.join(PLACEMENTS)}")
+    for spec, algos in cfg.matrix():
+        topo_spec.parse(spec)
+        if not algos:
+            raise ValueError(f"no algorithm given for topology {spec}")
+        for a in algos:
+            base.get(a)
+    for a in cfg.options:
+        base.get(a)
+    model = models.load(cfg.model)
+    if cfg.size_scale != 1.0 or cfg.dilation != 1.0:
+        model = models.scaled(model, cfg.size_scale, cfg.dilation)
+    runs = []
+    for spec, algos in cfg.matrix():
+        topo = topo_spec.build(spec, bw=cfg.bw, link_bw=cfg.link_bw or None)
+        all_hosts = topo.hosts()
+        for a in algos:
+            servers = cfg.servers if base.get(a).uses_servers else 0
+            workers = cfg.workers if cfg.workers is not None else len(all_hosts) - servers
+            if workers < 1:
+                raise ValueError(f"workers={workers} is invalid: need at least 1")
+            if workers + servers > len(all_hosts):
+                raise ValueError(f"{workers} workers + {servers} servers do not fit on {topo.name}, "
+                                 f"which has {len(all_hosts)} hosts")
+            hosts = place(topo, workers + servers, cfg.placement)
+            ctx = base.PlanContext(workers=workers, servers=servers, layer_sizes=tuple(model.layer_sizes),
+                                   nics=len(topo.host_nics(all_hosts[0])), topology=topo,
+                                   hosts=tuple(hosts), options=dict(cfg.options.get(a, {})))
+            _, plan = base.plan_for(a, ctx)
+            runs.append(PlannedRun(len(runs) + 1, topo, a, hosts, workers, servers, plan, model))
+    if cfg.crash:
+        r = cfg.crash.get("rank", -1)
+        if not 0 <= r < min(run.workers + run.servers for run in runs):
+            raise ValueError(f"crash rank {r} is not a rank of every run")
+    return runs
+
+
+def place(topo, count: int, placement: str) -> list[str]:
+    """Hosts for ranks 0..count-1: in host order, or round-robin over edge switches/levels."""
+    hosts = topo.hosts()
+    if placement == "ordered" or count >= len(hosts):
+        return hosts[:count]
+    groups: dict = {}
+    for h in hosts:  # hosts sharing the switch their first NIC hangs off
+        sw = topo.peer(topo.host_nics(h)[0].name).node
+        groups.setdefault(sw, []).append(h)
+    # take one host per switch, walking switches in pod order, until enough
+    order, lists = [], list(groups.values())
+    while len(order) < count:
+        for lst in lists:
+            if lst and len(order) < count:
+                order.append(lst.pop(0))
+    return order
+
+
+def _check_numbers(cfg: RunConfig) -> None:
+    topo_spec.check_bw(cfg.bw, "bw")
+    for cls, v in (cfg.link_bw or {}).items():
+        topo_spec.check_bw(v, f"link_bw[{cls}]")
+    for name, lo in (("iters", 1), ("warmup", 0), ("servers", 0), ("mtu", 576)):
+        v = getattr(cfg, name)
+        if not isinstance(v, int) or v < lo:
+            raise ValueError(f"{name}={v!r} is invalid: must be an integer >= {lo}")
+    if cfg.workers is not None and (not isinstance(cfg.workers, int) or cfg.workers < 1):
+        raise ValueError(f"workers={cfg.workers!r} is invalid: must be an integer >= 1")
+    for name in ("timeout", "dilation", "size_scale"):
+        v = getattr(cfg, name)
+        if not isinstance(v, (int, float)) or v <= 0:
+            raise ValueError(f"{name}={v!r} is invalid: must be a number > 0")

@@ -1,0 +1,234 @@
+"""Run an experiment: for each topology, controller + network + checks, then each algorithm.
+
+Order per topology: Ryu (127.0.0.1) -> Mininet network (OVS userspace, tc) -> wait
+until every switch has its routes -> all-pairs reachability -> link calibration;
+then per algorithm: capture on -> workers -> workers done -> capture off -> analysis.
+Whatever happens (success, a worker crash, a timeout, Ctrl-C or SIGTERM), `finally`
+stops the workers, the capture, the network and the controller, and undoes anything
+recorded in the run's State. Partial results stay, marked "failed".
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import signal
+import time
+import traceback
+from pathlib import Path
+
+import yaml
+
+from controllers.launcher import Controller
+from emulation import analysis
+from emulation.calibrate import calibrate
+from emulation.capture import Capture
+from emulation.monitor import CpuMonitor
+from emulation.network import Network, drop_counters, drop_delta
+from emulation.state import Lock, State, cleanup
+from emulation.workers import WorkerFailure, Workers, write_job
+from workloads.algorithms import base
+
+
+class Interrupted(Exception):
+    pass
+
+
+def _slug(s: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in s).strip("-").replace("--", "-")
+
+
+def _write_json(path: Path, obj) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(obj, indent=1, default=str))
+    tmp.replace(path)
+
+
+class Experiment:
+    def __init__(self, cfg, runs, log=print):
+        self.cfg, self.runs, self.log = cfg, runs, log
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        self.out = Path(cfg.out).resolve() / f"{stamp}-{_slug(cfg.name)}"
+        self.summary = {"status": "running", "error": None, "experiment": cfg.name,
+                        "description": cfg.description, "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                        "finished": None, "networks": [], "runs": []}
+        self.state = State()
+        self.active: list = []  # things to stop, last started first
+
+    # ---- top level ---------------------------------------------------------------------
+    def run(self) -> Path:
+        self.out.mkdir(parents=True, exist_ok=True)
+        (self.out / "config.yaml").write_text(yaml.safe_dump(dataclasses.asdict(self.cfg), sort_keys=False))
+        self._save()
+        with Lock(f"experiment {self.out}"):
+            leftovers = cleanup(State.load())
+            if leftovers:
+                self.log(f"cleaned up after an earlier run: {'; '.join(leftovers)}")
+            old = signal.signal(signal.SIGTERM, self._on_sigterm)
+            try:
+                self._run_all()
+                failed = [r for r in self.summary["runs"] if r.get("status") != "ok"]
+                self.summary["status"] = "failed" if failed else "ok"
+                if failed:
+                    self.summary["error"] = f"{failed[0]['topology']} {failed[0]['algorithm']}: {failed[0].get('error')}"
+            except (KeyboardInterrupt, Interrupted) as e:
+                self.summary.update(status="failed", error=f"interrupted ({e or 'Ctrl-C'})")
+                self.log("interrupted: stopping everything")
+            except Exception as e:  # one line for the user, the traceback for the debug log
+                self.summary.update(status="failed", error=f"{type(e).__name__}: {e}".splitlines()[0])
+                (self.out / "debug.log").write_text(traceback.format_exc())
+            finally:
+                self._teardown()
+                signal.signal(signal.SIGTERM, old)
+                self.summary["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S")
+                self._save()
+                self._report()
+        return self.out
+
+    def _on_sigterm(self, *_):
+        raise Interrupted("SIGTERM")
+
+    def _save(self):
+        _write_json(self.out / "summary.json", self.summary)
+
+    def _report(self):
+        try:
+            from emulation.report import write_report
+            path = write_report(self.out)
+            self.log(f"report: {path}")
+        except Exception as e:  # the results stay usable without the report
+            self.log(f"report failed: {type(e).__name__}: {e}")
+
+    def _teardown(self):
+        for thing in reversed(self.active):
+            try:
+                thing.stop()
+            except Exception as e:
+                self.log(f"teardown: {type(thing).__name__}.stop failed: {e}")
+        self.active.clear()
+        cleanup(self.state)
+
+    # ---- per topology ------------------------------------------------------------------
+    def _run_all(self):
+        by_topo: dict = {}
+        for r in self.runs:
+            by_topo.setdefault(r.topology.name, []).append(r)
+        for name, runs in by_topo.items():
+            topo = runs[0].topology
+            tdir = self.out / _slug(name)
+            tdir.mkdir(exist_ok=True)
+            tjson = tdir / "topology.json"
+            _write_json(tjson, topo.to_dict())
+            s = topo.summary()
+            self.log(f"== {name}: {s['servers']} servers, {s['switches']} switches, {s['links']} links")
+            t0 = time.time()
+            ctrl = Controller(tjson, tdir).start()
+            self.state.add("pgids", ctrl.pid)
+            self.active.append(ctrl)
+            net = Network(topo, ctrl.port, self.state, run_tag=self.out.name, mtu=self.cfg.mtu)
+            self.active.append(net)
+            net.start()
+            ctrl.wait_ready(60)
+            ready = time.time() - t0
+            fails = net.reachability()
+            reach = time.time() - t0 - ready
+            if fails:
+                raise RuntimeError(f"{len(fails)} host pairs cannot reach each other, e.g. {', '.join(fails[:3])}")
+            self.log(f"  network + controller ready in {ready:.1f} s; all pairs reachable ({reach:.1f} s)")
+            calib = calibrate(net, topo, log=self.log) if self.cfg.calibrate else None
+            if calib:
+                _write_json(tdir / "calibration.json", calib)
+            self.summary["networks"].append({"topology": name, "ready_seconds": round(ready, 2),
+                                             "mininet_start_seconds": round(net.start_seconds, 2),
+                                             "reachability_seconds": round(reach, 2), "calibration": calib})
+            self._save()
+            for run in runs:
+                rec = self._run_one(run, net, calib)
+                self.summary["runs"].append(rec)
+                self._save()
+                if rec["status"] != "ok":
+                    raise RuntimeError(f"{run.label}: {rec.get('error')}")
+            for thing in (net, ctrl):
+                thing.stop()
+                self.active.remove(thing)
+
+    # ---- per run -----------------------------------------------------------------------
+    def _run_one(self, run, net, calib) -> dict:
+        cfg = self.cfg
+        rdir = self.out / f"{run.index:02d}-{_slug(run.topology.name)}-{run.algorithm}"
+        rdir.mkdir()
+        _write_json(rdir / "topology.json", run.topology.to_dict())
+        if calib:
+            _write_json(rdir / "calibration.json", calib)
+        meta = {"status": "running", "error": None, "started": time.time()}
+        _write_json(rdir / "run.json", meta)
+        groups = base.get(run.algorithm).groups(run.plan)
+        job = write_job(run, cfg, rdir, groups)
+        self.log(f"-- {run.label}: {run.workers} workers"
+                 + (f" + {run.servers} servers" if run.servers else "")
+                 + f", {run.model.bytes / 2**20:.2f} MiB gradients, {cfg.warmup}+{cfg.iters} iterations")
+        topo = run.topology
+        sw_intfs = [i.name for i in topo.intfs.values() if topo.nodes[i.node].kind == "switch"]
+        drops_before = drop_counters(net, topo)
+        capture = Capture(rdir, sw_intfs, self.state, enabled=cfg.capture).start()
+        self.active.append(capture)
+        workers = Workers(net, run, job, rdir, self.state, log=self.log)
+        self.active.append(workers)
+        mon = None
+        try:
+            workers.start()
+            mon = CpuMonitor(workers.pids).start()
+            workers.wait(cfg.timeout, run.label, on_tick=self._fault_hook(net, run))
+            meta.update(status="ok")
+        except WorkerFailure as e:
+            meta.update(status="failed", error=str(e))
+            self.log(f"  FAILED: {e}")
+        finally:
+            if mon:
+                _write_json(rdir / "cpu.json", mon.stop())
+            workers.stop()
+            self.active.remove(workers)
+            cap = capture.stop()
+            self.active.remove(capture)
+            try:
+                cap["queue_drops"] = drop_delta(drops_before, drop_counters(net, topo))
+            except Exception as e:  # counters are evidence, not a reason to lose the run
+                cap["queue_drops"] = {"error": str(e)}
+            _write_json(rdir / "capture.json", cap)
+            meta["finished"] = time.time()
+            _write_json(rdir / "run.json", meta)
+        self.log(f"  analysing {rdir.name}")
+        rec = analysis.analyze_run(rdir)
+        rec["dir"] = rdir.name
+        self._log_result(rec)
+        return rec
+
+    def _log_result(self, rec):
+        med, bound = rec.get("median_sync_seconds"), rec.get("bound_seconds")
+        pr = rec.get("payload_ratio") or {}
+        parts = [f"  result: sync median {med:.3f} s" if med else "  result: no sync times",
+                 f"bound {bound:.3f} s" if bound else "",
+                 f"payload measured/expected {pr['min']:.3f}..{pr['max']:.3f}" if pr.get("min") else "",
+                 f"switches {rec.get('switches_with_traffic', '?')}/{rec['switches_total']}",
+                 f"correct={rec['correct']}", f"faithful={rec['faithful']}"]
+        self.log(", ".join(p for p in parts if p))
+
+    def _fault_hook(self, net, run):
+        fault = self.cfg.link_down
+        if not fault:
+            return None
+        intf = fault["link"]
+        peer = run.topology.peer(intf).name
+        node_a, node_b = run.topology.intfs[intf].node, run.topology.intfs[peer].node
+        fired = []
+
+        def tick(elapsed):
+            if not fired and elapsed >= float(fault.get("after_s", 0)):
+                net.net.configLinkStatus(node_a, node_b, "down")
+                fired.append(elapsed)
+                self.log(f"  fault: link {intf} <-> {peer} taken down at {elapsed:.1f} s")
+                (self.out / "faults.json").write_text(json.dumps({"link_down": intf, "peer": peer, "at_s": elapsed}))
+        return tick
+
+
+def run_experiment(cfg, runs, log=print) -> Path:
+    return Experiment(cfg, runs, log).run()

@@ -1,0 +1,124 @@
+"""Start one Gloo worker per rank inside its Mininet host, follow them, stop them.
+
+Workers are started with `host.popen` (Mininet's popenpoll pattern): each writes its
+own output file and JSONL log in the run folder; rank 0's `iter` lines are streamed
+as progress. A worker that exits non-zero, or a run that passes its timeout, fails the
+run at once: the others are stopped (they would wait on Gloo until its timeout).
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from emulation.state import kill_all
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class WorkerFailure(RuntimeError):
+    pass
+
+
+def write_job(run, cfg, run_dir: Path, groups: list) -> Path:
+    from workloads.algorithms import base
+
+    job = {
+        "algorithm": run.algorithm, "plan": run.plan,
+        "groups": [{"id": g.id, "ranks": list(g.ranks), "nic": g.nic} for g in groups],
+        "workers": run.workers, "servers": run.servers, "world": run.workers + run.servers,
+        "model": {"spec": run.model.spec, "layers": run.model.to_list()},
+        "iters": cfg.iters, "warmup": cfg.warmup, "seed": cfg.seed, "dilation": 1.0,
+        "store": str(run_dir / "store"), "log_dir": str(run_dir / "workers"),
+        "timeout_s": max(30.0, float(cfg.timeout)), "crash": cfg.crash,
+        "hosts": run.hosts, "dtype_bytes": base.DTYPE_BYTES,
+    }
+    path = run_dir / "job.json"
+    path.write_text(json.dumps(job, indent=1))
+    return path
+
+
+class Workers:
+    def __init__(self, net, run, job_path: Path, run_dir: Path, state, log=print):
+        self.net, self.run, self.job = net, run, job_path
+        self.dir = run_dir / "workers"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.state, self.log = state, log
+        self.procs: dict[int, object] = {}
+
+    def start(self) -> "Workers":
+        topo = self.run.topology
+        env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
+                   PYTHONUNBUFFERED="1")
+        for rank, host in enumerate(self.run.hosts):
+            nics = ",".join(n.name for n in topo.host_nics(host))
+            out = open(self.dir / f"rank{rank}.out", "w")
+            cmd = [sys.executable, "-m", "workloads.worker", "--job", str(self.job),
+                   "--rank", str(rank), "--nics", nics]
+            # mnexec -d makes each worker a session leader: its pid is its process group
+            p = self.net.host(host).popen(cmd, stdout=out, stderr=out, cwd=str(ROOT), env=env)
+            out.close()
+            self.procs[rank] = p
+            self.state.add("pgids", p.pid)
+        return self
+
+    @property
+    def pids(self) -> list[int]:
+        return [p.pid for p in self.procs.values()]
+
+    def wait(self, timeout: float, label: str, on_tick=None) -> float:
+        """Follow the workers until all exit; raise WorkerFailure on a crash or timeout."""
+        t0 = time.time()
+        progress = self.dir / "rank0.out"
+        seen = 0
+        total = len(self.procs)
+        while True:
+            if progress.exists():
+                lines = progress.read_text(errors="replace").splitlines()
+                for line in lines[seen:]:
+                    if line.startswith("iter "):
+                        self.log(f"  [{label}] {line}")
+                seen = len(lines)
+            if on_tick:
+                on_tick(time.time() - t0)
+            codes = {r: p.poll() for r, p in self.procs.items()}
+            bad = {r: c for r, c in codes.items() if c not in (None, 0)}
+            if bad:
+                r, c = sorted(bad.items())[0]
+                time.sleep(0.5)  # let a Gloo error on the peers reach their logs
+                self.stop()
+                raise WorkerFailure(f"worker rank {r} on {self.run.hosts[r]} exited with code {c}: "
+                                    f"{self.last_error(r)}")
+            if all(c == 0 for c in codes.values()):
+                return time.time() - t0
+            if time.time() - t0 > timeout:
+                running = sum(c is None for c in codes.values())
+                self.stop()
+                raise WorkerFailure(f"{running}/{total} workers still running after the {timeout:.0f} s timeout")
+            time.sleep(0.25)
+
+    def last_error(self, rank: int) -> str:
+        log = self.dir / f"rank{rank}.jsonl"
+        if log.exists():
+            for line in reversed(log.read_text(errors="replace").splitlines()):
+                try:
+                    ev = json.loads(line)
+                except ValueError:
+                    continue
+                if ev.get("event") == "error":
+                    return ev.get("message", "")[:300]
+        out = self.dir / f"rank{rank}.out"
+        tail = out.read_text(errors="replace").strip().splitlines()[-1:] if out.exists() else []
+        return tail[0][:300] if tail else "no output"
+
+    def stop(self):
+        alive = [p.pid for p in self.procs.values() if p.poll() is None]
+        if alive:
+            kill_all(pgids=alive, grace=2.0)
+        for p in self.procs.values():
+            try:
+                p.wait(2)
+            except Exception:
+                pass

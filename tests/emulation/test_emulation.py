@@ -1,0 +1,159 @@
+"""Emulation tier: real Open vSwitch (userspace), Ryu, Mininet, tc, Gloo workers, tcpdump.
+
+Every test drives the `syncbed` command as a user would and then checks the results
+folder and that nothing is left behind (bridges, interfaces, processes). Needs root
+and the emulator to itself; run one suite at a time per machine.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = [pytest.mark.emulation,
+              pytest.mark.skipif(os.geteuid() != 0, reason="emulation tests need root")]
+
+
+def syncbed(*args, timeout=900, **kw):
+    return subprocess.run([sys.executable, "-m", "emulation.cli", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=timeout, **kw)
+
+
+def results(out: Path) -> tuple[Path, dict]:
+    folders = sorted(p for p in out.iterdir() if p.is_dir())
+    assert folders, f"no results folder in {out}"
+    return folders[-1], json.loads((folders[-1] / "summary.json").read_text())
+
+
+def leftovers() -> list[str]:
+    left = []
+    br = subprocess.run(["ovs-vsctl", "list-br"], capture_output=True, text=True).stdout.split()
+    if br:
+        left.append(f"bridges {br}")
+    intfs = re.findall(r"\d+: ([\w]+-eth\d+)", subprocess.run(["ip", "-o", "link"], capture_output=True,
+                                                               text=True).stdout)
+    if intfs:
+        left.append(f"interfaces {intfs[:5]}")
+    procs = subprocess.run(["pgrep", "-fa", "workloads.worker --job|controllers.ryu_main|tcpdump -i any"],
+                           capture_output=True, text=True).stdout.strip()
+    if procs:
+        left.append(f"processes {procs.splitlines()[:3]}")
+    return left
+
+
+def check_run(run: dict, algorithms_exact=True):
+    assert run["status"] == "ok", run.get("error")
+    assert run["correct"], f"{run['algorithm']}: result differs from the all-reduce sum"
+    assert len(run["sync_seconds"]) == run["iters"]
+    assert all(s > 0 for s in run["sync_seconds"])
+    assert run["bound_seconds"] > 0
+    pr = run["payload_ratio"]
+    assert pr["unexpected"] == [], f"traffic where the algorithm sends none: {pr['unexpected'][:4]}"
+    assert 0.97 <= pr["min"] and pr["max"] <= 1.03, f"{run['algorithm']}: payload ratio {pr}"
+    assert run["switches_with_traffic"] >= 1
+
+
+@pytest.fixture(autouse=True)
+def clean_machine():
+    assert not leftovers(), f"the machine is not clean before the test: {leftovers()}"
+    yield
+    left = leftovers()
+    subprocess.run([sys.executable, "-m", "emulation.cli", "clean"], cwd=ROOT, capture_output=True)
+    assert not left, f"left behind: {left}"
+
+
+def test_fattree_end_to_end(tmp_path):
+    p = syncbed("run", "--topo", "fattree,k=4", "--algo", "gloo,ring,ps", "--workers", "16",
+                "--model", "synthetic,mb=1", "--iters", "2", "--warmup", "1", "--bw", "20", "--out", str(tmp_path))
+    assert p.returncode == 0, p.stderr[-2000:]
+    folder, summary = results(tmp_path)
+    assert summary["status"] == "ok"
+    assert [r["algorithm"] for r in summary["runs"]] == ["gloo", "ring", "ps"]
+    for run in summary["runs"]:
+        check_run(run)
+        assert run["switches_total"] == 20
+        assert run["workers"] == 16
+    # every worker talks to every other in PS: all 20 switches carry gradient bytes
+    assert summary["runs"][2]["switches_with_traffic"] == 20
+    assert (folder / "report.md").read_text().startswith("#")
+    assert list((folder / "plots").glob("*.png"))
+    run_dir = folder / summary["runs"][1]["dir"]
+    assert (run_dir / "capture.pcap").stat().st_size > 0
+    calib = summary["networks"][0]["calibration"]["classes"]
+    assert set(calib) == {"host", "edge-agg", "agg-core"}
+    for c in calib.values():
+        assert 0.8 <= c["ratio"] <= 1.05, c
+
+
+def test_bcube_end_to_end_with_relays_and_bml(tmp_path):
+    p = syncbed("run", "--topo", "bcube,n=3,k=2", "--algo", "bml,ring,ps", "--model", "synthetic,mb=1",
+                "--iters", "2", "--bw", "20", "--out", str(tmp_path))
+    assert p.returncode == 0, p.stderr[-2000:]
+    folder, summary = results(tmp_path)
+    bml, ring, ps = summary["runs"]
+    for run in summary["runs"]:
+        check_run(run)
+        assert run["switches_total"] == 6
+    # BML: every NIC of every server carries the same share, 2(N-1)M/(kN) per sync
+    n_syncs = bml["iters"] + bml["warmup"]
+    share = 2 * 8 * bml["gradient_bytes"] / (2 * 9) * n_syncs
+    for nic, e in bml["payload_bytes_expected"].items():
+        assert abs(e["tx"] - share) / share < 0.01, (nic, e)
+    # ring in rank order on BCube needs relays: some level-1 NICs carry forwarded bytes
+    relayed = [n for n, e in ring["payload_bytes_expected"].items() if n.endswith("-eth1") and e["tx"] > 0]
+    assert relayed
+    events = [json.loads(x) for x in (folder / bml["dir"] / "workers" / "rank0.jsonl").read_text().splitlines()]
+    assert sum(e["event"] == "stage" for e in events) >= 4 * (bml["iters"] + bml["warmup"])
+
+
+def test_worker_crash_fails_cleanly_and_keeps_partial_results(tmp_path):
+    p = syncbed("run", "--topo", "bcube,n=2,k=2", "--algo", "ring", "--model", "synthetic,mb=1",
+                "--iters", "3", "--no-calibrate", "--inject-crash", "2:1", "--timeout", "60", "--out", str(tmp_path))
+    assert p.returncode == 1, p.stdout[-1000:] + p.stderr[-1000:]
+    assert "rank 2" in p.stderr
+    folder, summary = results(tmp_path)
+    assert summary["status"] == "failed"
+    run = summary["runs"][0]
+    assert run["status"] == "failed" and "rank 2" in run["error"]
+    assert (folder / "report.md").read_text().lstrip().startswith("# FAILED")
+    # the machine is usable again right away
+    p2 = syncbed("run", "--topo", "bcube,n=2,k=2", "--algo", "gloo", "--model", "synthetic,mb=1", "--iters", "1",
+                 "--no-calibrate", "--out", str(tmp_path / "again"))
+    assert p2.returncode == 0, p2.stderr[-1000:]
+
+
+def test_sigint_stops_everything_and_marks_failed(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-m", "emulation.cli", "run", "--topo", "bcube,n=2,k=2", "--algo", "ring",
+                             "--model", "synthetic,mb=2", "--iters", "30", "--no-calibrate", "--out", str(tmp_path)],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    seen = []
+    deadline = time.time() + 240
+    for line in proc.stdout:
+        seen.append(line)
+        if "iter 2/" in line or time.time() > deadline:
+            break
+    assert any("iter" in x for x in seen), "".join(seen)
+    proc.send_signal(signal.SIGINT)
+    rest = proc.communicate(timeout=120)[0]
+    assert proc.returncode == 130, "".join(seen) + rest
+    folder, summary = results(tmp_path)
+    assert summary["status"] == "failed" and "interrupted" in summary["error"]
+
+
+def test_second_run_is_refused_while_one_holds_the_lock(tmp_path):
+    from emulation.state import Lock
+
+    with Lock("test holder"):
+        p = syncbed("run", "--topo", "bcube,n=2,k=2", "--algo", "gloo", "--model", "synthetic,mb=1",
+                    "--out", str(tmp_path))
+    assert p.returncode == 2
+    assert "another syncbed run is active" in p.stderr and "test holder" in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
