@@ -1,9 +1,9 @@
 """Ryu app: install every route proactively when a switch connects, then report readiness.
 
 One concern: translate `controllers.routing` plans into OpenFlow 1.3. On connect a
-switch gets its ECMP select groups, one rule per destination MAC and one ARP rule per
-destination address, and a drop-all table-miss entry (nothing is flooded or sent to the
-controller). A barrier follows; its reply marks the switch ready in the status file
+switch gets one rule per destination MAC, its per-source ECMP choices above those, one
+ARP rule per destination address, and a drop-all table-miss entry (nothing is flooded
+or sent to the controller). A barrier follows; its reply marks the switch ready in the status file
 (`--syncbed-status`), which the launcher polls. Options come from the command line
 (`controllers/ryu_main.py` registers them), never from globals at import time.
 """
@@ -20,6 +20,7 @@ from controllers.routing import plan_all
 from topologies.description import Topology
 
 PRIORITY_ROUTE = 100
+PRIORITY_ECMP = 110
 
 
 class SyncbedRouting(app_manager.RyuApp):
@@ -50,16 +51,12 @@ class SyncbedRouting(app_manager.RyuApp):
         # start from a clean table: a reconnecting switch keeps nothing stale
         dp.send_msg(parser.OFPFlowMod(dp, command=ofp.OFPFC_DELETE, table_id=ofp.OFPTT_ALL,
                                       out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY))
-        dp.send_msg(parser.OFPGroupMod(dp, ofp.OFPGC_DELETE, 0, ofp.OFPG_ALL))
-        for ports, gid in plan.groups.items():
-            buckets = [parser.OFPBucket(weight=1, watch_port=ofp.OFPP_ANY, watch_group=ofp.OFPG_ANY,
-                                        actions=[parser.OFPActionOutput(p)]) for p in ports]
-            dp.send_msg(parser.OFPGroupMod(dp, ofp.OFPGC_ADD, ofp.OFPGT_SELECT, gid, buckets))
         for rule in plan.rules:
-            if len(rule.ports) == 1:
-                actions = [parser.OFPActionOutput(rule.ports[0])]
-            else:
-                actions = [parser.OFPActionGroup(plan.groups[rule.ports])]
+            actions = [parser.OFPActionOutput(rule.port)]
+            if rule.src_mac:
+                self._add_flow(dp, PRIORITY_ECMP, parser.OFPMatch(eth_src=rule.src_mac, eth_dst=rule.dst_mac),
+                               actions)
+                continue
             for match in (parser.OFPMatch(eth_dst=rule.dst_mac),
                           parser.OFPMatch(eth_type=0x0806, arp_tpa=rule.dst_ip)):
                 self._add_flow(dp, PRIORITY_ROUTE, match, actions)

@@ -7,9 +7,12 @@ calibration.json, cpu.json, workers/*.jsonl), so `syncbed analyze DIR` redoes it
   BCube server's NICs carry the flows it forwards (DESIGN.md).
 - Measured payload: TCP payload (IP length - headers) at the switch port facing each
   NIC, from the capture; ARP and other non-TCP packets are never payload.
-- Bound: the busiest host NIC direction's expected bytes of one sync over its link
-  bandwidth: no schedule can beat it (on a non-blocking network it is the algorithm's
-  bandwidth term, e.g. 2(N-1)M/(NB) for ring).
+- Expected payload per switch port: the same flows followed through the switches along
+  the controller's deterministic ECMP choices (`Topology.switch_path`).
+- Bound: the busiest directed link's expected bytes of one sync over its bandwidth: no
+  schedule can beat it on this routing (ECMP collisions included). The non-blocking
+  bound uses host links only: on a non-blocking network it is the algorithm's bandwidth
+  term, e.g. 2(N-1)M/(NB) for ring.
 - Sync time of an iteration: max over ranks of t_done - max over ranks of t_ready.
 """
 from __future__ import annotations
@@ -24,6 +27,8 @@ from workloads.algorithms import base
 PAYLOAD_TOLERANCE = 0.03  # issue #2: measured within 3% of expected
 USED_FRACTION = 0.01  # a switch "carried gradient traffic" above 1% of the gradient bytes
 SERIES_BIN = 0.5  # seconds, for the busiest link's achieved rate
+MAX_OVS_WAIT = 0.10  # ovs-vswitchd runnable but without a CPU, fraction of wall time
+MAX_WORKER_WAIT = 0.20  # the same, mean per worker
 
 
 # ---- pure parts -------------------------------------------------------------------
@@ -38,17 +43,39 @@ def expected_nic_bytes(topo: Topology, hosts: list, flows: list, syncs: int = 1)
     return out
 
 
+def expected_port_bytes(topo: Topology, hosts: list, flows: list, syncs: int = 1) -> dict:
+    """switch port -> {"rx" (into the switch), "tx" (out of it)} payload bytes."""
+    out = {i.name: {"tx": 0, "rx": 0} for i in topo.intfs.values() if topo.nodes[i.node].kind == "switch"}
+    for f in flows:
+        dst_ip = topo.host_nics(hosts[f.dst])[f.nic].ip
+        for tx, rx in topo.host_hops(hosts[f.src], dst_ip):
+            path = topo.switch_path(tx, topo.intfs[rx].ip)
+            for ingress, egress in zip(path[::2], path[1::2]):
+                out[ingress]["rx"] += f.bytes * syncs
+                out[egress]["tx"] += f.bytes * syncs
+    return out
+
+
 def bound_seconds(topo: Topology, per_sync: dict) -> float:
+    """Largest expected bytes / bandwidth over the given interfaces and directions."""
     worst = 0.0
-    for nic, d in per_sync.items():
-        bw = topo.link_of(nic).bw * 1e6 / 8
+    for intf, d in per_sync.items():
+        bw = topo.link_of(intf).bw * 1e6 / 8
         worst = max(worst, d["tx"] / bw, d["rx"] / bw)
     return worst
+
+
+def switches_expected(topo: Topology, ports: dict, floor: float) -> list:
+    per = {}
+    for name, d in ports.items():
+        per[topo.intfs[name].node] = per.get(topo.intfs[name].node, 0) + d["rx"]
+    return sorted(s for s, b in per.items() if b >= floor)
 
 
 def sync_times(log_dir: Path, workers: int) -> dict:
     """Per-iteration sync and iteration times from the worker logs (warmup excluded)."""
     per_iter: dict[int, list] = {}
+    worker_ranks: dict[int, set] = {}  # iter -> worker ranks that logged it (servers excluded)
     errors, correct, done = [], True, 0
     stages = 0
     for f in sorted(Path(log_dir).glob("rank*.jsonl")):
@@ -61,8 +88,10 @@ def sync_times(log_dir: Path, workers: int) -> dict:
             kind = ev.get("event")
             if kind == "iter" and not ev.get("warmup"):
                 per_iter.setdefault(ev["iter"], []).append(ev)
-                if rank < workers and not ev.get("correct", False):
-                    correct = False
+                if rank < workers:
+                    worker_ranks.setdefault(ev["iter"], set()).add(rank)
+                    if not ev.get("correct", False):
+                        correct = False
             elif kind == "error":
                 errors.append(f"rank {rank}: {ev.get('message', '')[:200]}")
             elif kind == "done":
@@ -78,7 +107,7 @@ def sync_times(log_dir: Path, workers: int) -> dict:
         iteration.append(end - max(e["t_start"] for e in evs))
     return {"sync_seconds": sync, "iteration_seconds": iteration, "correct": correct and bool(sync),
             "errors": errors, "ranks_done": done, "stage_events": stages,
-            "complete_iters": sum(len(v) >= workers for v in per_iter.values())}
+            "complete_iters": sum(len(v) >= workers for v in worker_ranks.values())}
 
 
 def compare(expected: dict, measured: dict, floor: float) -> dict:
@@ -107,17 +136,24 @@ def fidelity(calibration: dict | None, cpu: dict | None, capture: dict | None, b
     drops = (capture or {}).get("dropped_by_kernel")
     if drops:
         reasons.append(f"capture dropped {drops} packets: byte counts are incomplete")
-    ovs = ((cpu or {}).get("ovs_cores") or {}).get("mean")
-    busy = ((cpu or {}).get("machine_busy") or {}).get("mean")
+    def mean(key):
+        return ((cpu or {}).get(key) or {}).get("mean")
+    ovs, busy = mean("ovs_cores"), mean("machine_busy")
+    ovs_wait, w_wait = mean("ovs_wait"), mean("workers_wait")
     if ovs is not None and ovs > 0.85:
         reasons.append(f"ovs-vswitchd used {ovs:.2f} cores on average: forwarding was likely CPU-bound")
-    if busy is not None and busy > 0.90:
-        reasons.append(f"the machine was {busy:.0%} busy on average: workers or OVS starved")
+    if ovs_wait is not None and ovs_wait > MAX_OVS_WAIT:
+        reasons.append(f"ovs-vswitchd waited for a CPU {ovs_wait:.0%} of the time (limit {MAX_OVS_WAIT:.0%}): "
+                       "forwarding lagged")
+    if w_wait is not None and w_wait > MAX_WORKER_WAIT:
+        reasons.append(f"workers waited for a CPU {w_wait:.0%} of the time each (limit {MAX_WORKER_WAIT:.0%})")
     if busiest and busiest.get("peak_ratio", 0) > 1.05:
         reasons.append(f"busiest link {busiest['intf']} peaked at {busiest['peak_ratio']:.2f}x its configured rate")
     return {"faithful": not reasons, "reasons": reasons,
             "ovs_cpu_percent": None if ovs is None else round(100 * ovs, 1),
             "machine_busy_percent": None if busy is None else round(100 * busy, 1),
+            "ovs_cpu_wait_percent": None if ovs_wait is None else round(100 * ovs_wait, 1),
+            "workers_cpu_wait_percent": None if w_wait is None else round(100 * w_wait, 1),
             "workers_cpu_percent": None if not (cpu or {}).get("workers_cores")
             else round(100 * cpu["workers_cores"]["mean"], 1),
             "busiest_link": busiest, "capture_drops": drops,
@@ -190,6 +226,8 @@ def analyze_run(run_dir: Path) -> dict:
     flows = algo.traffic(job["plan"])
     per_sync = expected_nic_bytes(topo, hosts, flows, 1)
     expected = {k: {d: v[d] * syncs for d in v} for k, v in per_sync.items()}
+    ports_sync = expected_port_bytes(topo, hosts, flows, 1)
+    ports_expected = {k: {d: v[d] * syncs for d in v} for k, v in ports_sync.items()}
     times = sync_times(run_dir / "workers", workers)
     meta = _load(run_dir / "run.json", {}) or {}
     link_mbps = sorted({topo.link_of(n.name).bw for h in hosts for n in topo.host_nics(h)})
@@ -200,8 +238,11 @@ def analyze_run(run_dir: Path) -> dict:
         "iters": job["iters"], "warmup": job["warmup"],
         "sync_seconds": times["sync_seconds"], "iteration_seconds": times["iteration_seconds"],
         "median_sync_seconds": statistics.median(times["sync_seconds"]) if times["sync_seconds"] else None,
-        "bound_seconds": bound_seconds(topo, per_sync),
+        "bound_seconds": bound_seconds(topo, ports_sync),
+        "bound_nonblocking_seconds": bound_seconds(topo, per_sync),
         "payload_bytes_expected": expected,
+        "link_bytes_expected": ports_expected,
+        "switches_expected": switches_expected(topo, ports_sync, USED_FRACTION * m_bytes),
         "switches_total": len(topo.switches()),
         "correct": times["correct"], "worker_errors": times["errors"],
         "dir": run_dir.name, "status": meta.get("status", "ok"), "error": meta.get("error"),
@@ -214,6 +255,7 @@ def analyze_run(run_dir: Path) -> dict:
         meas = measured_from_capture(topo, run_dir, m_bytes)
         measured = {k: v for k, v in meas["nics"].items() if k in expected}
         cmp_ = compare(expected, measured, floor=USED_FRACTION * m_bytes)
+        links_cmp = compare(ports_expected, meas["ports"], floor=USED_FRACTION * m_bytes)
         tot_payload = sum(w["payload"] for w in meas["wire"].values())
         tot_wire = sum(w["tx"] + w["rx"] for w in meas["wire"].values())
         counters = (capture or {}).get("counters") or {}
@@ -222,6 +264,7 @@ def analyze_run(run_dir: Path) -> dict:
         rec.update({
             "payload_bytes_measured": measured, "payload_ratio": cmp_,
             "payload_ok": cmp_["within_tolerance"],
+            "link_ratio": links_cmp, "links_ok": links_cmp["within_tolerance"],
             "link_bytes": meas["ports"],
             "switches_used": meas["switches_used"], "switches_with_traffic": len(meas["switches_used"]),
             "wire_overhead": (tot_wire - tot_payload) / tot_payload if tot_payload else None,

@@ -85,7 +85,8 @@ def _crash(spec):
     try:
         r, i = (int(x) for x in spec.split(":"))
     except ValueError:
-        raise SystemExit("syncbed: --inject-crash takes RANK:ITER, e.g. 3:1") from None
+        # ValueError, not SystemExit: cmd_run reports it as bad input (exit 2, one line)
+        raise ValueError(f"--inject-crash takes RANK:ITER, e.g. 3:1, got {spec!r}") from None
     return {"rank": r, "iter": i}
 
 

@@ -71,11 +71,11 @@ def load(path: str | Path | None = None, **overrides) -> RunConfig:
         if not isinstance(data, dict):
             raise ValueError(f"experiment file {p} must be a mapping of options")
         data.setdefault("name", p.stem)
+    data.update({k: v for k, v in overrides.items() if v is not None})
     known = {f.name for f in fields(RunConfig)}
-    unknown = sorted(set(data) - known)
+    unknown = sorted(set(data) - known)  # overrides too: a TypeError from RunConfig(**data) otherwise
     if unknown:
         raise ValueError(f"unknown option(s) {', '.join(unknown)}; valid: {', '.join(sorted(known))}")
-    data.update({k: v for k, v in overrides.items() if v is not None})
     cfg = RunConfig(**data)
     if isinstance(cfg.topologies, str):
         cfg.topologies = [cfg.topologies]
@@ -104,8 +104,6 @@ class PlannedRun:
 
 def validate(cfg: RunConfig) -> list[PlannedRun]:
     """Check everything and return the planned runs; raise ValueError with one line."""
-    from workloads import models  # torch import: only once the cheap checks passed
-
     _check_numbers(cfg)
     if cfg.placement not in PLACEMENTS:
         raise ValueError(f"placement {cfg.placement!r} is unknown; valid: {', '.join(PLACEMENTS)}")
@@ -117,6 +115,8 @@ def validate(cfg: RunConfig) -> list[PlannedRun]:
             base.get(a)
     for a in cfg.options:
         base.get(a)
+    from workloads import models  # torch import: only once the cheap checks passed
+
     model = models.load(cfg.model)
     if cfg.size_scale != 1.0 or cfg.dilation != 1.0:
         model = models.scaled(model, cfg.size_scale, cfg.dilation)

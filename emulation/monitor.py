@@ -1,7 +1,10 @@
-"""CPU sampling during a run: is the emulation CPU-bound? (Mininet-HiFi's invariant.)
+"""CPU sampling during a run: did anything starve? (Mininet-HiFi's invariant.)
 
 Samples every `interval` s: the machine's busy fraction (/proc/stat), ovs-vswitchd's
-CPU (in cores; its forwarding runs mostly on one thread) and the workers' CPU.
+and the workers' CPU (in cores), and - the invariant itself - how long they sat
+runnable but waiting for a CPU (run-queue wait from /proc/<pid>/task/*/schedstat, as a
+fraction of wall time; for the workers, the mean per worker). A busy machine is not
+a problem; a forwarding or computing process that waits for a CPU is.
 """
 from __future__ import annotations
 
@@ -19,6 +22,22 @@ def _proc_cpu(pid: int) -> float | None:
         return (int(f[11]) + int(f[12])) / TICK
     except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
         return None
+
+
+def _sched_wait(pid: int) -> float | None:
+    """Seconds the process's threads spent runnable but waiting for a CPU."""
+    total, found = 0, False
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    for t in tasks:
+        try:
+            total += int((t / "schedstat").read_text().split()[1])
+            found = True
+        except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
+            continue
+    return total / 1e9 if found else None
 
 
 def _machine() -> tuple[float, float]:
@@ -63,16 +82,20 @@ class CpuMonitor:
                 continue
             s = {"t": cur["t"],
                  "machine_busy": (cur["busy"] - prev["busy"]) / max(cur["total"] - prev["total"], 1e-9),
-                 "ovs_cores": (cur["ovs"] - prev["ovs"]) / dt if cur["ovs"] is not None and prev["ovs"] is not None else None,
-                 "workers_cores": (cur["workers"] - prev["workers"]) / dt}
+                 "ovs_cores": _rate(cur["ovs"], prev["ovs"], dt),
+                 "ovs_wait": _rate(cur["ovs_wait"], prev["ovs_wait"], dt),
+                 "workers_cores": (cur["workers"] - prev["workers"]) / dt,
+                 "workers_wait": (cur["workers_wait"] - prev["workers_wait"]) / dt / max(len(self.worker_pids), 1)}
             self.samples.append(s)
             prev = cur
 
     def _read(self) -> dict:
         busy, total = _machine()
         w = sum(c for c in (_proc_cpu(p) for p in self.worker_pids) if c is not None)
-        return {"t": time.time(), "busy": busy, "total": total,
-                "ovs": _proc_cpu(self.ovs) if self.ovs else None, "workers": w}
+        ww = sum(c for c in (_sched_wait(p) for p in self.worker_pids) if c is not None)
+        return {"t": time.time(), "busy": busy, "total": total, "workers": w, "workers_wait": ww,
+                "ovs": _proc_cpu(self.ovs) if self.ovs else None,
+                "ovs_wait": _sched_wait(self.ovs) if self.ovs else None}
 
     def result(self) -> dict:
         def stats(key):
@@ -82,4 +105,9 @@ class CpuMonitor:
             return {"mean": sum(vals) / len(vals), "p90": vals[int(0.9 * (len(vals) - 1))], "max": vals[-1]}
         return {"samples": len(self.samples), "cores": os.cpu_count(),
                 "machine_busy": stats("machine_busy"), "ovs_cores": stats("ovs_cores"),
-                "workers_cores": stats("workers_cores")}
+                "ovs_wait": stats("ovs_wait"), "workers_cores": stats("workers_cores"),
+                "workers_wait": stats("workers_wait")}
+
+
+def _rate(cur, prev, dt):
+    return (cur - prev) / dt if cur is not None and prev is not None else None

@@ -365,7 +365,11 @@ class _Reader:
 
         seg = np.flatnonzero(sel & (payload > 0))
         if seg.size:
-            self._segments(seg, keys, kidx, l3, t, payload, b32)
+            if self.nets is not None or self.want_flows:
+                addr = (src[seg], dst[seg])
+            else:
+                addr = None
+            self._segments(seg, keys, kidx, l3, t, payload, b32, addr)
 
         if self.series_bin is not None:
             # Bins on the absolute grid k*series_bin, computed relative to a reference
@@ -406,15 +410,18 @@ class _Reader:
                 if len(self.flow_parts) >= 512:
                     self.flow_parts = [self._merged_flows()]
 
-    def _segments(self, seg, keys, kidx, l3, t, payload, b32) -> None:
+    def _segments(self, seg, keys, kidx, l3, t, payload, b32, addr=None) -> None:
         """Unwrap the sequence numbers of the data segments ``seg`` (record indexes of
-        the chunk) per flow and store the union of their ranges per flow."""
+        the chunk) per flow and store the union of their ranges per flow. ``addr``:
+        (src, dst) of the segments when already gathered."""
         kid = self.kid
         kid_of = np.array([kid.setdefault(k, len(kid)) for k in keys.tolist()], dtype=np.int64)
-        li = l3[seg]
         ti = t[seg]
+        if addr is None:
+            li = l3[seg]
+            addr = (b32[li + 12], b32[li + 16])
         # Flow identity as two int64 columns (the shift may wrap; it stays one-to-one).
-        a = (b32[li + 12].astype(np.int64) << 32) | b32[li + 16]
+        a = (addr[0].astype(np.int64) << 32) | addr[1]
         b = (kid_of[kidx[seg]] << 32) | b32[ti]
         gid = self._flow_ids(a, b)
         # Group by flow, capture order within a flow (stable sort; radix sort for <= 16 bits).
@@ -458,15 +465,17 @@ class _Reader:
     def _flow_ids(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """Dense flow id of every segment, a flow being a distinct (a, b) pair.
 
-        Open-addressing hash table (linear probing, load <= 1/4) of flow ids; lookups
-        compare the stored (a, b), so the hash only affects speed. A new flow gets the
-        next id; its first sequence number is taken by the caller's unwrapping (the
-        state of a new flow says "delta 0 from itself").
+        Open-addressing hash table (linear probing, load <= 1/4) of flow ids, probed
+        for all segments at once; lookups compare the stored (a, b), so the hash only
+        affects speed. A new flow gets the next id and f_raw = -1 (see _segments).
         """
+        slot = _flow_hash(a, b, self.h_bits)
+        g = self.h_tab[slot]
+        if ((g >= 0) & (self.f_a[g] == a) & (self.f_b[g] == b)).all():
+            return g                            # every flow known, found at its home slot
         gid = np.empty(a.size, dtype=np.int64)
         pend = np.arange(a.size)
         pa, pb = a, b
-        slot = _flow_hash(pa, pb, self.h_bits)
         while pend.size:
             g = self.h_tab[slot]
             known = g >= 0
@@ -478,47 +487,54 @@ class _Reader:
             pa = pa[rest]
             pb = pb[rest]
             if empty.any():
-                # New flows: insert them (Python, once per flow), then probe again from
-                # the home slots (the table may have grown).
-                for x, y in sorted(set(zip(a[pend[empty[rest]]].tolist(),
-                                           b[pend[empty[rest]]].tolist()))):
-                    self._add_flow(x, y)
+                # New flows: insert them, then probe again from the home slots (the
+                # table may have grown).
+                ne = pend[empty[rest]]
+                fa, fb = (zip(*sorted(set(zip(a[ne].tolist(), b[ne].tolist())))))
+                self._add_flows(list(fa), list(fb))
                 slot = _flow_hash(pa, pb, self.h_bits)
             else:                               # slot taken by another flow: probe on
                 slot = (slot[rest] + 1) & (self.h_tab.size - 1)
         return gid
 
-    def _add_flow(self, x: int, y: int) -> None:
-        g = self.nflows
-        if g >= self.f_a.size:
-            cap = 2 * self.f_a.size
+    def _add_flows(self, fa: list[int], fb: list[int]) -> None:
+        """Give the new flows (fa[i], fb[i]) the next ids and insert them in the table."""
+        g0 = self.nflows
+        n = g0 + len(fa)
+        if n > self.f_a.size:
+            cap = max(n, 2 * self.f_a.size)
             for name in ("f_a", "f_b", "f_raw", "f_unw"):
                 old = getattr(self, name)
                 arr = np.zeros(cap, dtype=np.int64)
                 arr[:old.size] = old
                 setattr(self, name, arr)
-        self.f_a[g] = x
-        self.f_b[g] = y
-        self.f_raw[g] = -1        # marks "no segment yet" (see _segments)
-        self.nflows = g + 1
-        if 4 * self.nflows > (1 << self.h_bits):
-            self._rehash(self.h_bits + 1)      # also inserts g
-            return
-        self._insert(g)
+        self.f_a[g0:n] = fa
+        self.f_b[g0:n] = fb
+        self.f_raw[g0:n] = -1     # "no segment yet": _segments starts the flow there
+        self.nflows = n
+        if 4 * n > self.h_tab.size:
+            bits = self.h_bits
+            while 4 * n > (1 << bits):
+                bits += 1
+            self.h_bits = bits
+            self.h_tab = np.full(1 << bits, -1, dtype=np.int64)
+            self._insert(np.arange(n, dtype=np.int64))
+        else:
+            self._insert(np.arange(g0, n, dtype=np.int64))
 
-    def _insert(self, g: int) -> None:
+    def _insert(self, g: np.ndarray) -> None:
+        """Insert the flows g (ids) into the table by linear probing, vectorised."""
         tab = self.h_tab
         mask = tab.size - 1
-        i = int(_flow_hash(self.f_a[g:g + 1], self.f_b[g:g + 1], self.h_bits)[0])
-        while tab[i] >= 0:
-            i = (i + 1) & mask
-        tab[i] = g
-
-    def _rehash(self, bits: int) -> None:
-        self.h_bits = bits
-        self.h_tab = np.full(1 << bits, -1, dtype=np.int64)
-        for g in range(self.nflows):
-            self._insert(g)
+        slot = _flow_hash(self.f_a[g], self.f_b[g], self.h_bits)
+        while g.size:
+            free = np.flatnonzero(tab[slot] < 0)
+            won, first = np.unique(slot[free], return_index=True)   # one flow per free slot
+            tab[won] = g[free[first]]
+            left = np.ones(g.size, dtype=bool)
+            left[free[first]] = False
+            g = g[left]
+            slot = (slot[left] + 1) & mask
 
     def _merge_intervals(self):
         """Merge the pending per-chunk intervals into one disjoint list per flow."""
@@ -645,18 +661,17 @@ def _union_groups(gs: np.ndarray, start: np.ndarray, end: np.ndarray):
     n = start.size
     sizes = np.diff(np.append(gs, n))
     lo = np.minimum.reduceat(start, gs)
-    span = np.maximum.reduceat(end, gs) - lo + 1
-    if float(span.sum(dtype=np.float64)) >= 2.0 ** 62:
+    hi = np.maximum.reduceat(end, gs)
+    if (int(lo.min()) < -(1 << 62) or int(hi.max()) > (1 << 62)
+            or int((hi - lo).max() + 1) * gs.size >= (1 << 62)):
         # Pathological sequence numbers: one group at a time (never on real captures).
-        out = []
-        for i, (a, k) in enumerate(zip(gs.tolist(), sizes.tolist())):
-            o = np.argsort(start[a:a + k], kind="stable")
-            g, s, e = _union_groups(np.zeros(1, dtype=np.int64), start[a:a + k][o] - int(lo[i]),
-                                    end[a:a + k][o] - int(lo[i]))
-            out.append((g + i, s + int(lo[i]), e + int(lo[i])))
-        return tuple(np.concatenate([p[j] for p in out]) for j in range(3))
-    # Shift every group into its own range [base, base + span) so that one sort and one
+        out = [_union_one(start[a:a + k], end[a:a + k])
+               for a, k in zip(gs.tolist(), sizes.tolist())]
+        grp = np.repeat(np.arange(gs.size, dtype=np.int64), [o[0].size for o in out])
+        return grp, np.concatenate([o[0] for o in out]), np.concatenate([o[1] for o in out])
+    # Move every group into its own range [base, base + span) so that one sort and one
     # running maximum over all rows act per group.
+    span = hi - lo + 1
     base = np.zeros(gs.size, dtype=np.int64)
     np.cumsum(span[:-1], out=base[1:])
     shift = np.repeat(base - lo, sizes)
@@ -674,9 +689,22 @@ def _union_groups(gs: np.ndarray, start: np.ndarray, end: np.ndarray):
     last = np.empty_like(bi)
     last[:-1] = bi[1:] - 1
     last[-1] = n - 1
-    grp = np.repeat(np.arange(gs.size, dtype=np.int64), sizes)[bi]
+    grp = np.searchsorted(gs, bi, side="right") - 1
     sh = shift[bi]
     return grp, ks[bi] - sh, cm[last] - sh
+
+
+def _union_one(start: np.ndarray, end: np.ndarray):
+    """Disjoint union (start, end arrays) of the intervals of a single group."""
+    o = np.argsort(start, kind="stable")
+    s = start[o]
+    cm = np.maximum.accumulate(end[o])
+    begin = np.empty(s.size, dtype=bool)
+    begin[0] = True
+    np.greater(s[1:], cm[:-1], out=begin[1:])
+    bi = np.flatnonzero(begin)
+    last = np.append(bi[1:] - 1, s.size - 1)
+    return s[bi], cm[last]
 
 
 def _group_sum(cols: tuple[np.ndarray, ...], weights: np.ndarray):

@@ -208,6 +208,7 @@ class Experiment:
         parts = [f"  result: sync median {med:.3f} s" if med else "  result: no sync times",
                  f"bound {bound:.3f} s" if bound else "",
                  f"payload measured/expected {pr['min']:.3f}..{pr['max']:.3f}" if pr.get("min") else "",
+                 f"links {rec['link_ratio']['min']:.3f}..{rec['link_ratio']['max']:.3f}" if rec.get("link_ratio", {}).get("min") else "",
                  f"switches {rec.get('switches_with_traffic', '?')}/{rec['switches_total']}",
                  f"correct={rec['correct']}", f"faithful={rec['faithful']}"]
         self.log(", ".join(p for p in parts if p))

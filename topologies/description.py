@@ -17,6 +17,7 @@ Routing in this description is split the way the network splits it:
 from __future__ import annotations
 
 import ipaddress
+import hashlib
 from dataclasses import asdict, dataclass, field
 
 import networkx as nx
@@ -134,6 +135,46 @@ class Topology:
         (BCube switches reach only their own n servers: other destinations get [])."""
         return self._switch_routes().get(switch, {}).get(dst_ip, [])
 
+    def ecmp_port(self, switch: str, src_ip: str, dst_ip: str) -> int:
+        """The one port this switch uses for packets from src_ip to dst_ip.
+
+        ECMP over all shortest paths, hashed per (switch, source, destination) with BLAKE2b
+        (deterministic, like a switch's hash; collisions included). Not CRC32: it is linear,
+        and its low bits were the same for every pair of these regular addresses. The controller
+        installs exactly these choices, so the analysis can follow every packet."""
+        ports = self.switch_ports_to(switch, dst_ip)
+        if len(ports) <= 1:
+            return ports[0] if ports else 0
+        h = hashlib.blake2b(f"{switch}|{src_ip}|{dst_ip}".encode(), digest_size=8).digest()
+        return ports[int.from_bytes(h, "big") % len(ports)]
+
+    def switch_path(self, tx_intf: str, dst_ip: str) -> list[str]:
+        """Switch interfaces (ingress and egress, in order) a segment from tx_intf crosses."""
+        src_ip = self.intfs[tx_intf].ip
+        port = self.peer(tx_intf)
+        out = []
+        while True:
+            out.append(port.name)
+            egress = self.ecmp_port(port.node, src_ip, dst_ip)
+            e = next(i for i in self.node_intfs(port.node) if i.port == egress)
+            out.append(e.name)
+            nxt = self.peer(e.name)
+            if self.nodes[nxt.node].kind == "host":
+                return out
+            port = nxt
+            if len(out) > 4 * len(self.nodes):
+                raise RuntimeError(f"switch loop from {tx_intf} to {dst_ip}")
+
+    def can_transit(self, switch: str, src_ip: str, dst_ip: str) -> bool:
+        """Whether `switch` lies on a shortest switch path from src_ip's to dst_ip's switch."""
+        d = self._switch_dist()
+        a = self.peer(self.ip_owner(src_ip).name).node
+        b = self.peer(self.ip_owner(dst_ip).name).node
+        try:
+            return d[a][switch] + d[switch][b] == d[a][b]
+        except KeyError:
+            return False
+
     def host_hops(self, src_host: str, dst_ip: str) -> list[tuple[str, str]]:
         """Host-to-host segments a packet from src_host to dst_ip takes: [(tx_intf, rx_intf)].
 
@@ -230,6 +271,13 @@ class Topology:
             if ipaddress.ip_address(dst_ip) in net:
                 return dst_ip, nic.name
         raise ValueError(f"{host} has no route to {dst_ip}")
+
+    def _switch_dist(self) -> dict:
+        if not hasattr(self, "_dist_cache"):
+            g = self.graph()
+            sub = g.subgraph(self.switches())
+            self._dist_cache = dict(nx.all_pairs_shortest_path_length(sub))
+        return self._dist_cache
 
     def _switch_routes(self) -> dict:
         """switch -> dst_ip -> sorted output ports (all shortest switch-only paths)."""

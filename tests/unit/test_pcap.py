@@ -44,11 +44,11 @@ def write_pcap(path, records, linktype=276, snaplen=128, endian="<", nano=False)
 
 
 def sll2(ifindex, pkttype, payload=0, src="10.0.0.1", dst="10.0.0.2", sport=40000,
-         dport=5000, ip_options=None, tcp_options=None):
+         dport=5000, ip_options=None, tcp_options=None, seq=0, flags="A"):
     ip = IP(src=src, dst=dst, flags="DF")
     if ip_options is not None:
         ip.options = ip_options
-    tcp = TCP(sport=sport, dport=dport, flags="A")
+    tcp = TCP(sport=sport, dport=dport, flags=flags, seq=seq % (1 << 32))
     if tcp_options is not None:
         tcp.options = tcp_options
     return (CookedLinuxV2(ifindex=ifindex, pkttype=pkttype, lladdrtype=1, lladdrlen=6,
@@ -335,19 +335,39 @@ def test_series_and_flows(tmp_path):
     }
 
 
+def union_size(ranges):
+    """Size of the union of [start, end) ranges (plain Python)."""
+    total, hi = 0, None
+    for lo, end in sorted(ranges):
+        if hi is None or lo > hi:
+            total += end - lo
+            hi = end
+        elif end > hi:
+            total += end - hi
+            hi = end
+    return total
+
+
 def _reference(path):
-    """Independent (slow) reference with scapy's dissectors."""
+    """Independent (slow) reference with scapy's dissectors (no sequence wraparound)."""
     from scapy.utils import RawPcapReader
     out = defaultdict(Counter)
+    ranges = defaultdict(list)
     with RawPcapReader(str(path)) as reader:
         for raw, _meta in reader:
             p = CookedLinuxV2(raw)
             key = (p.ifindex, "tx" if p.pkttype == 4 else "rx")
             out[key]["packets"] += 1
             if IP in p and TCP in p and p[IP].frag == 0:
-                out[key]["payload_bytes"] += p[IP].len - 4 * p[IP].ihl - 4 * p[TCP].dataofs
+                n = p[IP].len - 4 * p[IP].ihl - 4 * p[TCP].dataofs
+                out[key]["payload_bytes"] += n
+                if n > 0:
+                    flow = (p[IP].src, p[TCP].sport, p[IP].dst, p[TCP].dport)
+                    ranges[key, flow].append((p[TCP].seq, p[TCP].seq + n))
             else:
                 out[key]["other_packets"] += 1
+    for (key, _flow), r in ranges.items():
+        out[key]["unique_payload_bytes"] += union_size(r)
     return out
 
 
@@ -366,7 +386,8 @@ def test_random_mix_matches_reference_and_chunking(tmp_path, chunk_bytes):
         else:
             p = sll2(ifx, ptype, rng.choice([0, 0, 1, 1448, rng.randrange(9000)]),
                      ip_options=b"\x01" * 4 * rng.randrange(3),
-                     tcp_options=[("NOP", None)] * 4 * rng.randrange(4))
+                     tcp_options=[("NOP", None)] * 4 * rng.randrange(4),
+                     sport=rng.choice([40000, 40001]), seq=1000 + rng.randrange(60_000))
         recs.append((p, T0 + i * 1e-4))
     path = tmp_path / "mix.pcap"
     write_pcap(path, recs, snaplen=rng.choice([128, 96]) if chunk_bytes else 65535)
@@ -379,6 +400,9 @@ def test_random_mix_matches_reference_and_chunking(tmp_path, chunk_bytes):
         assert st["packets"] == ref[key]["packets"], key
         assert st["payload_bytes"] == ref[key]["payload_bytes"], key
         assert st["other_packets"] == ref[key]["other_packets"], key
+        assert st["unique_payload_bytes"] == ref[key]["unique_payload_bytes"], key
+        assert st["retrans_bytes"] == st["payload_bytes"] - st["unique_payload_bytes"] >= 0
+    assert res.retrans_total == sum(st["retrans_bytes"] for st in res.per_if.values())
 
 
 def test_record_larger_than_chunk(tmp_path):
@@ -399,6 +423,13 @@ def test_bench_generator_consistent(tmp_path):
     assert total == expected
     assert sum(int(np.sum(s)) for s in res.series.values()) == expected
     assert sum(sum(f.values()) for f in res.flows.values()) == expected
+    # All data segments of the generator carry seq 1: one 1448-byte range per flow.
+    for key, st in res.per_if.items():
+        nflows = sum(1 for v in res.flows[key].values() if v)
+        assert st["unique_payload_bytes"] == 1448 * nflows, key
+        assert st["retrans_bytes"] == st["payload_bytes"] - 1448 * nflows
+    assert res.retrans_total == expected - 1448 * sum(
+        1 for f in res.flows.values() for v in f.values() if v)
 
 
 def test_series_idle_gap_and_many_chunks(tmp_path):
@@ -425,3 +456,248 @@ def test_series_idle_gap_and_many_chunks(tmp_path):
     total = sum(st["payload_bytes"] for st in full.per_if.values())
     assert total == sum(100 + (i % 12) for i in range(20_000))
     assert sum(sum(f.values()) for f in full.flows.values()) == total
+
+
+# ------------------------------------------------------------- retransmissions / unique
+def data(ifx, ptype, seq, n, **kw):
+    """A data segment of n bytes at sequence number seq on (ifx, ptype)."""
+    return sll2(ifx, ptype, n, seq=seq, **kw)
+
+
+def counts_of(tmp_path, pkts, name="r.pcap", **kw):
+    path = tmp_path / name
+    write_pcap(path, [(p, T0 + i * 1e-4) for i, p in enumerate(pkts)])
+    return read_counts(path, **kw)
+
+
+def unique_retrans(res, key):
+    st = res.per_if[key]
+    assert st["retrans_bytes"] == st["payload_bytes"] - st["unique_payload_bytes"] >= 0
+    return st["payload_bytes"], st["unique_payload_bytes"], st["retrans_bytes"]
+
+
+def test_retransmitted_segment_counted_once(tmp_path):
+    pkts = [data(1, 4, 1000, 1000), data(1, 4, 2000, 1000), data(1, 0, 1, 0),   # + an ACK
+            data(1, 4, 3000, 1000),
+            data(1, 4, 2000, 1000),                     # retransmission: same seq, same len
+            data(1, 4, 4000, 500),
+            data(2, 0, 1000, 1000), data(2, 0, 2000, 1000)]
+    res = counts_of(tmp_path, pkts)
+    assert unique_retrans(res, (1, "tx")) == (4500, 3500, 1000)
+    assert unique_retrans(res, (2, "rx")) == (2000, 2000, 0)
+    assert unique_retrans(res, (1, "rx")) == (0, 0, 0)
+    assert res.retrans_total == 1000
+
+
+def test_partial_overlapping_retransmission(tmp_path):
+    pkts = [data(3, 4, 0, 1000), data(3, 4, 1000, 1000),
+            data(3, 4, 500, 1000),      # entirely inside what was sent: 1000 retransmitted
+            data(3, 4, 1500, 1000),     # 500 old + 500 new bytes (2000..2500)
+            data(3, 4, 2400, 200),      # 100 old + 100 new
+            data(3, 4, 0, 2600)]        # a coalesced resend of everything (GSO)
+    res = counts_of(tmp_path, pkts)
+    assert unique_retrans(res, (3, "tx")) == (6800, 2600, 4200)
+    assert res.retrans_total == 4200
+
+
+def test_out_of_order_and_holes_are_not_retransmissions(tmp_path):
+    pkts = [data(4, 0, 5000, 1000), data(4, 0, 7000, 1000), data(4, 0, 6000, 1000),
+            data(4, 0, 4000, 1000),     # before the first segment of the flow
+            data(4, 0, 8000, 1000),
+            data(4, 0, 20000, 1448)]    # hole 9000..20000 (not captured / lost earlier)
+    res = counts_of(tmp_path, pkts)
+    assert unique_retrans(res, (4, "rx")) == (6448, 6448, 0)
+    assert res.retrans_total == 0
+
+
+def test_sequence_wraparound(tmp_path):
+    top = 1 << 32
+    pkts = [data(5, 4, top - 1500, 1000),
+            data(5, 4, top - 500, 1000),     # crosses 2^32: covers top-500 .. top+500
+            data(5, 4, 500, 1000),
+            data(5, 4, 2500, 1000),
+            data(5, 4, top - 500, 1000),     # retransmission across the wrap
+            data(5, 4, 1500, 1000),          # out of order after the wrap
+            data(5, 4, top - 2000, 500)]     # out of order, before the first segment
+    res = counts_of(tmp_path, pkts)
+    assert unique_retrans(res, (5, "tx")) == (6500, 5500, 1000)
+    # Same flow starting right after the wrap, retransmission of a pre-wrap segment.
+    pkts = [data(5, 0, top - 100, 100), data(5, 0, 0, 1000), data(5, 0, top - 100, 100)]
+    res = counts_of(tmp_path, pkts, name="w2.pcap")
+    assert unique_retrans(res, (5, "rx")) == (1200, 1100, 100)
+
+
+def test_long_flow_many_wraps(tmp_path):
+    """Unwrapping is incremental: a flow may move by far more than 2^31 in total."""
+    step = 1 << 30
+    pkts = [data(6, 4, k * step, 1000) for k in range(12)]          # three wraps
+    pkts.append(data(6, 4, 11 * step, 1000))                         # retransmission
+    pkts.append(data(6, 4, 11 * step - 500, 1000))                   # half old
+    res = counts_of(tmp_path, pkts)
+    assert unique_retrans(res, (6, "tx")) == (14000, 12500, 1500)
+
+
+def test_two_flows_on_one_interface(tmp_path):
+    a = dict(sport=40000, dport=5000)
+    b = dict(sport=40001, dport=5000)
+    c = dict(src="10.0.0.3", sport=40000, dport=5000)    # differs only by the address
+    pkts = [data(7, 4, 0, 1000, **a), data(7, 4, 0, 1000, **b), data(7, 4, 0, 1000, **c),
+            data(7, 4, 1000, 1000, **a), data(7, 4, 1000, 1000, **b),
+            data(7, 4, 1000, 1000, **b),                  # retransmission in flow b only
+            data(7, 0, 0, 1000, **a)]                     # same flow seen on rx: other key
+    res = counts_of(tmp_path, pkts, flows=True)
+    assert unique_retrans(res, (7, "tx")) == (6000, 5000, 1000)
+    assert unique_retrans(res, (7, "rx")) == (1000, 1000, 0)
+    assert res.flows[(7, "tx")][("10.0.0.1", 40001, "10.0.0.2", 5000)] == 3000
+    assert res.retrans_total == 1000
+
+
+def test_zero_length_segments_add_nothing(tmp_path):
+    pkts = [data(8, 4, 999, 0, flags="S"),               # SYN at the ISN
+            data(8, 4, 1000, 1000), data(8, 4, 2000, 1000),
+            data(8, 4, 2999, 0),                         # keep-alive: snd.nxt - 1, no data
+            data(8, 4, 2999, 0), data(8, 4, 3000, 0),    # more keep-alives / pure ACKs
+            data(8, 4, 2999, 1),                         # 1-byte keep-alive: a resent byte
+            data(8, 4, 3000, 0, flags="F"),
+            data(8, 4, 123456789, 0, flags="R")]         # bogus seq, no data: ignored
+    res = counts_of(tmp_path, pkts)
+    assert unique_retrans(res, (8, "tx")) == (2001, 2000, 1)
+    assert res.per_if[(8, "tx")]["tcp_packets"] == len(pkts)
+
+
+def test_both_directions_of_a_connection_on_one_interface(tmp_path):
+    """Data both ways with overlapping sequence numbers: two flows, no retransmission."""
+    fwd = dict(src="10.0.0.1", dst="10.0.0.2", sport=40000, dport=5000)
+    rev = dict(src="10.0.0.2", dst="10.0.0.1", sport=5000, dport=40000)
+    pkts = []
+    for k in range(4):
+        pkts.append(data(9, 4, 1000 + k * 1448, 1448, **fwd))
+        pkts.append(data(9, 4, 1000 + k * 1000, 1000, **rev))
+        pkts.append(data(9, 4, 1000, 0, **rev))           # ACKs
+    pkts.append(data(9, 4, 1000 + 3 * 1000, 1000, **rev))  # one retransmission backwards
+    res = counts_of(tmp_path, pkts, flows=True)
+    assert unique_retrans(res, (9, "tx")) == (4 * 1448 + 5000, 4 * 1448 + 4000, 1000)
+    assert res.flows[(9, "tx")] == {("10.0.0.1", 40000, "10.0.0.2", 5000): 4 * 1448,
+                                    ("10.0.0.2", 5000, "10.0.0.1", 40000): 5000}
+
+
+def test_excluded_segments_not_in_unique(tmp_path):
+    pkts = [data(1, 4, 0, 1000), data(1, 4, 0, 1000),
+            data(1, 4, 0, 700, sport=6653), data(1, 4, 0, 700, sport=6653),
+            data(1, 4, 0, 300, dst="192.168.0.1")]
+    res = counts_of(tmp_path, pkts, exclude_ports={6653}, networks=["10.0.0.0/8"])
+    assert unique_retrans(res, (1, "tx")) == (2000, 1000, 1000)
+    res = counts_of(tmp_path, pkts, name="all.pcap")
+    assert unique_retrans(res, (1, "tx")) == (3700, 2000, 1700)
+
+
+def test_unique_ethernet_and_big_endian(tmp_path):
+    def eth(seq, n):
+        return (Ether() / IP(src="10.0.0.1", dst="10.0.0.2") / TCP(seq=seq, flags="A")
+                / Raw(b"e" * n))
+    recs = [(eth(10, 100), T0), (eth(110, 100), T0 + 1), (eth(10, 100), T0 + 2),
+            (Ether() / Dot1Q(vlan=2) / IP() / TCP(seq=10) / Raw(b"v" * 50), T0 + 3)]
+    path = tmp_path / "eth.pcap"
+    write_pcap(path, recs, linktype=1, endian=">")
+    res = read_counts(path, iface="s1-eth1")
+    assert unique_retrans(res, ("s1-eth1", "any")) == (350, 250, 100)
+    assert res.retrans_total == 100
+
+
+def test_unique_empty_and_no_tcp(tmp_path):
+    path = tmp_path / "e.pcap"
+    path.write_bytes(b"")
+    assert read_counts(path).retrans_total == 0
+    res = counts_of(tmp_path, [arp2(1, 4)])
+    assert res.retrans_total == 0 and unique_retrans(res, (1, "tx")) == (0, 0, 0)
+
+
+def _random_flows_capture(rng, n_flows=40, top=1 << 32):
+    """Segments of many flows on several keys with resends, reordering and wraparound.
+    Returns (packets, {key: expected unique bytes}, {key: payload})."""
+    segs = []          # (time, packet)
+    unique = Counter()
+    payload = Counter()
+    for f in range(n_flows):
+        key = (rng.choice([1, 2, 3, 70000]), rng.choice([0, 4]))
+        kw = dict(sport=30000 + f % 7, dport=5000 + f % 3,
+                  src=f"10.0.{f % 5}.1", dst=f"10.0.{f % 4}.2")
+        isn = rng.choice([0, top - 3000, top - 1, rng.randrange(top)])
+        t = rng.random()
+        ranges = []
+        pos = 0
+        for _ in range(rng.randrange(1, 40)):
+            r = rng.random()
+            if r < 0.15 and ranges:                  # resend (possibly partial/coalesced)
+                lo, hi = rng.choice(ranges)
+                lo = rng.randrange(lo, hi)
+                hi = min(pos, lo + rng.randrange(1, 3000))
+            elif r < 0.2:                            # keep-alive / pure ACK
+                lo = hi = max(pos - 1, 0)
+            elif r < 0.25:                           # capture hole
+                pos += rng.randrange(1, 5000)
+                continue
+            else:
+                lo, hi = pos, pos + rng.choice([1, 100, 1448, rng.randrange(1, 9000)])
+                pos = hi
+            jitter = rng.random() * 0.002 if rng.random() < 0.2 else 0.0   # reordering
+            t += 0.001
+            p = data(key[0], key[1], isn + lo, hi - lo, **kw)
+            segs.append((t + jitter, p))
+            if hi > lo:
+                ranges.append((lo, hi))
+                payload[key[0], "tx" if key[1] == 4 else "rx"] += hi - lo
+        unique[key[0], "tx" if key[1] == 4 else "rx"] += union_size(ranges)
+    segs.sort(key=lambda x: x[0])
+    return [p for _, p in segs], unique, payload
+
+
+@pytest.mark.parametrize("chunk_bytes", [None, 4096])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_unique_random_flows_and_chunking(tmp_path, monkeypatch, chunk_bytes, seed):
+    rng = random.Random(seed)
+    pkts, unique, payload = _random_flows_capture(rng)
+    kw = {} if chunk_bytes is None else {"chunk_bytes": chunk_bytes}
+    res = counts_of(tmp_path, pkts, **kw)
+    for key, st in res.per_if.items():
+        assert st["payload_bytes"] == payload[key], key
+        assert st["unique_payload_bytes"] == unique[key], key
+        assert st["retrans_bytes"] == payload[key] - unique[key]
+    assert res.retrans_total == sum(payload.values()) - sum(unique.values()) > 0
+    # Interval lists merged after every chunk: same answer.
+    import emulation.pcap as pcap_mod
+    monkeypatch.setattr(pcap_mod, "_IV_MERGE_ROWS", 1)
+    assert counts_of(tmp_path, pkts, name="m.pcap", **kw).per_if == res.per_if
+
+
+def test_flow_table_collisions_and_growth(tmp_path, monkeypatch):
+    """Every flow hashed to the same slot (probe chains), and >1000 flows (table growth)."""
+    import emulation.pcap as pcap_mod
+    pkts = []
+    for f in range(1200):
+        kw = dict(sport=1024 + f, dport=5000)
+        pkts += [data(1, 4, 7 * f, 100, **kw), data(1, 4, 7 * f, 100, **kw)]
+    pkts += [data(1, 4, 100, 100, sport=1024), data(1, 4, 200, 50, sport=1025)]
+    expect = (1200 * 200 + 150, 1200 * 100 + 150, 1200 * 100)
+    res = counts_of(tmp_path, pkts, chunk_bytes=8192)
+    assert unique_retrans(res, (1, "tx")) == expect
+    monkeypatch.setattr(pcap_mod, "_flow_hash",
+                        lambda a, b, bits: np.zeros(a.size, dtype=np.int64))
+    res = counts_of(tmp_path, pkts, name="c.pcap", chunk_bytes=8192)
+    assert unique_retrans(res, (1, "tx")) == expect
+
+
+def test_union_groups_pathological_spans():
+    """Intervals spread over more than 2^62 in one call use the per-group fallback."""
+    from emulation.pcap import _union_groups
+    big = 1 << 61
+    gs = np.array([0, 3, 5])
+    start = np.array([0, 50, 10, big, big + 5, -big, 3 * big], dtype=np.int64)
+    end = start + np.array([10, 10, 45, 10, 10, 1, 1], dtype=np.int64)
+    grp, s, e = _union_groups(gs, start, end)
+    assert grp.tolist() == [0, 1, 2, 2]
+    assert s.tolist() == [0, big, -big, 3 * big]
+    assert e.tolist() == [60, big + 15, -big + 1, 3 * big + 1]
+    lim = (1 << 63) - 1
+    grp, s, e = _union_groups(np.array([0]), np.array([-lim, lim - 5]), np.array([3 - lim, lim]))
+    assert grp.tolist() == [0, 0] and s.tolist() == [-lim, lim - 5] and e.tolist() == [3 - lim, lim]

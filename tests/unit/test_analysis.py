@@ -1,0 +1,328 @@
+"""The pure parts of the analysis: expected bytes laid onto routes, the bound, sync times
+from worker logs, the payload comparison, fidelity verdicts, drop/TCP counter parsing and
+the calibration pairs. Canned inputs only: no capture, no network."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from emulation import analysis, calibrate, network
+from topologies.spec import build
+from workloads.algorithms import base
+
+pytestmark = pytest.mark.unit
+
+MIB = 2**20
+ELEMENTS = MIB // base.DTYPE_BYTES  # a 1 MiB float32 gradient
+
+
+def flows_of(algo, topo, hosts, elements=ELEMENTS, **kw):
+    ctx = base.PlanContext(workers=len(hosts), layer_sizes=(elements,), nics=len(topo.host_nics(hosts[0])),
+                           topology=topo, hosts=tuple(hosts), **kw)
+    a, plan = base.plan_for(algo, ctx)
+    return a.traffic(plan)
+
+
+# ---- expected bytes --------------------------------------------------------------------
+def test_ring_on_bcube22_relays_by_hand():
+    """Ring h00 -> h01 -> h10 -> h11 -> h00 on NIC 0 (level-0 addresses), M = 1 MiB:
+    each rank sends B = 2(N-1)M/N = 1.5 MiB to its successor. Routes (topologies/bcube.py:
+    highest differing digit first, the address's level last):
+      0->1 h00 -> 10.0.0.2 (h01): neighbours on level 0: h00-eth0 -> h01-eth0
+      1->2 h01 -> 10.0.0.3 (h10): digit 1 first, relay h11: h01-eth1 -> h11-eth1, h11-eth0 -> h10-eth0
+      2->3 h10 -> 10.0.0.4 (h11): neighbours on level 0: h10-eth0 -> h11-eth0
+      3->0 h11 -> 10.0.0.1 (h00): digit 1 first, relay h01: h11-eth1 -> h01-eth1, h01-eth0 -> h00-eth0
+    h00-eth1 and h10-eth1 carry nothing; h01 and h11 relay on both NICs."""
+    t = build("bcube,n=2,k=2")
+    hosts = ["h00", "h01", "h10", "h11"]
+    flows = flows_of("ring", t, hosts)
+    B = 2 * 3 * MIB // 4
+    assert B == 1572864
+    assert sorted((f.src, f.dst, f.nic, f.bytes) for f in flows) == [(0, 1, 0, B), (1, 2, 0, B), (2, 3, 0, B),
+                                                                     (3, 0, 0, B)]
+    want = {
+        "h00-eth0": {"tx": B, "rx": B}, "h00-eth1": {"tx": 0, "rx": 0},
+        "h01-eth0": {"tx": B, "rx": B}, "h01-eth1": {"tx": B, "rx": B},
+        "h10-eth0": {"tx": B, "rx": B}, "h10-eth1": {"tx": 0, "rx": 0},
+        "h11-eth0": {"tx": B, "rx": B}, "h11-eth1": {"tx": B, "rx": B},
+    }
+    assert analysis.expected_nic_bytes(t, hosts, flows) == want
+    three = analysis.expected_nic_bytes(t, hosts, flows, syncs=3)
+    assert three == {nic: {d: 3 * v for d, v in dv.items()} for nic, dv in want.items()}
+
+
+def test_relay_outside_the_workers_is_still_counted():
+    """Two workers h00 and h11 (not neighbours): the relays' NICs appear too."""
+    t = build("bcube,n=2,k=2")
+    flows = [base.Flow(0, 1, 0, 100), base.Flow(1, 0, 1, 10)]
+    got = analysis.expected_nic_bytes(t, ["h00", "h11"], flows)
+    # 0->1 to 10.0.0.4 via h10 (digit 1 first); 1->0 to 10.1.0.1: digit 0 first, via h10 too
+    assert got == {
+        "h00-eth0": {"tx": 0, "rx": 0}, "h00-eth1": {"tx": 100, "rx": 10},
+        "h11-eth0": {"tx": 10, "rx": 100}, "h11-eth1": {"tx": 0, "rx": 0},
+        "h10-eth0": {"tx": 100, "rx": 10}, "h10-eth1": {"tx": 10, "rx": 100},
+    }
+
+
+def test_bml_on_bcube_uses_one_hop_neighbours_only():
+    """DESIGN.md: BML sends 2(N-1)M/(KN) per NIC in all and never relays."""
+    t = build("bcube,n=2,k=2")
+    hosts = t.hosts()
+    got = analysis.expected_nic_bytes(t, hosts, flows_of("bml", t, hosts))
+    per_nic = 2 * 3 * MIB // (2 * 4)
+    assert got == {n.name: {"tx": per_nic, "rx": per_nic} for h in hosts for n in t.host_nics(h)}
+
+
+def test_ps_colocated_on_fattree():
+    t = build("fattree,k=4")
+    hosts = t.hosts()
+    got = analysis.expected_nic_bytes(t, hosts, flows_of("ps", t, hosts))
+    n = len(hosts)
+    each = 2 * (n - 1) * MIB // n  # push (N-1)M/N + pull (N-1)M/N, each direction
+    assert got == {f"{h}-eth0": {"tx": each, "rx": each} for h in hosts}
+
+
+# ---- bound ------------------------------------------------------------------------------
+def test_bound_seconds_is_the_busiest_nic_direction():
+    t = build("bcube,n=2,k=2", bw=20)
+    hosts = ["h00", "h01", "h10", "h11"]
+    per_sync = analysis.expected_nic_bytes(t, hosts, flows_of("ring", t, hosts))
+    B = 1572864
+    assert analysis.bound_seconds(t, per_sync) == pytest.approx(B / (20e6 / 8))
+    slow = build("bcube,n=2,k=2", bw=20, link_bw={"level1": 10})
+    assert analysis.bound_seconds(slow, per_sync) == pytest.approx(B / (10e6 / 8))  # relays on level 1
+    rx_heavy = {"h00-eth0": {"tx": 1000, "rx": 5000}, "h01-eth1": {"tx": 2000, "rx": 0}}
+    assert analysis.bound_seconds(slow, rx_heavy) == pytest.approx(max(5000 / 2.5e6, 2000 / 1.25e6))
+    assert analysis.bound_seconds(t, {}) == 0.0
+
+
+# ---- sync times from worker logs ---------------------------------------------------------------
+def write_log(d, rank, events, garbage=False):
+    lines = [json.dumps(e) for e in events]
+    if garbage:
+        lines.insert(1, "{not json")
+    (d / f"rank{rank}.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def it(i, t_start, t_ready, t_done, correct=True, warmup=False, **kw):
+    return {"event": "iter", "iter": i, "warmup": warmup, "t_start": t_start, "t_ready": t_ready,
+            "t_done": t_done, "correct": correct, "max_abs_err": 0.0 if correct else 1.0, **kw}
+
+
+def test_sync_times_max_done_minus_max_ready(tmp_path):
+    write_log(tmp_path, 0, [
+        {"event": "start", "rank": 0},
+        it(0, 0.0, 1.0, 50.0, warmup=True, correct=False),  # warmup: excluded, even if wrong
+        it(1, 100.0, 101.0, 103.0),
+        {"event": "stage", "stage": 0},
+        it(2, 200.0, 202.0, 203.5),
+        {"event": "done"},
+    ], garbage=True)
+    write_log(tmp_path, 1, [
+        it(0, 0.0, 2.0, 60.0, warmup=True),
+        it(1, 100.5, 101.5, 104.0),
+        {"event": "stage", "stage": 0},
+        {"event": "stage", "stage": 1},
+        it(2, 199.0, 201.0, 204.0),
+        {"event": "done"},
+    ])
+    r = analysis.sync_times(tmp_path, workers=2)
+    assert r["sync_seconds"] == pytest.approx([104.0 - 101.5, 204.0 - 202.0])
+    assert r["iteration_seconds"] == pytest.approx([104.0 - 100.5, 204.0 - 200.0])
+    assert r["correct"] is True
+    assert (r["ranks_done"], r["stage_events"], r["complete_iters"], r["errors"]) == (2, 3, 2, [])
+
+
+def test_sync_times_one_wrong_worker_iteration_makes_it_incorrect(tmp_path):
+    write_log(tmp_path, 0, [it(1, 0, 1, 2), it(2, 3, 4, 5)])
+    write_log(tmp_path, 1, [it(1, 0, 1, 2), it(2, 3, 4, 5, correct=False)])
+    assert analysis.sync_times(tmp_path, workers=2)["correct"] is False
+
+
+def test_sync_times_servers_and_errors(tmp_path):
+    # rank 2 is a dedicated server: its verdict does not count, its times do
+    write_log(tmp_path, 0, [it(1, 0, 1, 2)])
+    write_log(tmp_path, 1, [it(1, 0, 1.5, 2), {"event": "error", "message": "RuntimeError: " + "x" * 500}])
+    write_log(tmp_path, 2, [it(1, 0, 0.5, 3, correct=False, server=True)])
+    r = analysis.sync_times(tmp_path, workers=2)
+    assert r["correct"] is True
+    assert r["sync_seconds"] == pytest.approx([3 - 1.5])
+    assert len(r["errors"]) == 1 and r["errors"][0].startswith("rank 1: RuntimeError: ")
+    assert len(r["errors"][0]) == len("rank 1: ") + 200  # messages are cut
+    assert r["ranks_done"] == 0 and r["complete_iters"] == 1
+
+
+def test_sync_times_complete_iters_counts_workers_not_servers(tmp_path):
+    """Worker 1 died before iteration 2: the server's line must not stand in for it."""
+    write_log(tmp_path, 0, [it(1, 0, 1, 2), it(2, 3, 4, 5)])
+    write_log(tmp_path, 1, [it(1, 0, 1, 2)])
+    write_log(tmp_path, 2, [it(1, 0, 1, 2, server=True), it(2, 3, 4, 5, server=True)])
+    r = analysis.sync_times(tmp_path, workers=2)
+    assert r["complete_iters"] == 1
+    assert len(r["sync_seconds"]) == 2  # the partial iteration still has a time
+
+
+def test_sync_times_no_logs_is_not_correct(tmp_path):
+    r = analysis.sync_times(tmp_path, workers=4)
+    assert r["sync_seconds"] == [] and r["correct"] is False and r["complete_iters"] == 0
+    write_log(tmp_path, 0, [it(0, 0, 1, 2, warmup=True)])  # only warmup
+    assert analysis.sync_times(tmp_path, workers=1)["correct"] is False
+
+
+# ---- compare ------------------------------------------------------------------------------------
+def test_compare_within_tolerance():
+    expected = {"a": {"tx": 1000, "rx": 2000}, "b": {"tx": 0, "rx": 500}}
+    measured = {"a": {"tx": 1029, "rx": 1950}, "b": {"tx": 10, "rx": 500}}
+    r = analysis.compare(expected, measured, floor=10)
+    assert r["within_tolerance"] is True and r["unexpected"] == []
+    assert r["min"] == pytest.approx(0.975) and r["max"] == pytest.approx(1.029)
+    assert r["tolerance"] == analysis.PAYLOAD_TOLERANCE == 0.03
+
+
+@pytest.mark.parametrize("measured_tx", [969, 1031, 0, 2000])
+def test_compare_outside_tolerance(measured_tx):
+    r = analysis.compare({"a": {"tx": 1000, "rx": 0}}, {"a": {"tx": measured_tx, "rx": 0}}, floor=0)
+    assert r["within_tolerance"] is False
+    assert r["min"] == r["max"] == pytest.approx(measured_tx / 1000)
+
+
+def test_compare_unexpected_traffic_above_floor():
+    expected = {"a": {"tx": 1000, "rx": 0}, "b": {"tx": 0, "rx": 0}}
+    measured = {"a": {"tx": 1000, "rx": 11}, "b": {"tx": 10}, "zz": {"tx": 10**9}}  # zz: not expected at all
+    r = analysis.compare(expected, measured, floor=10)
+    assert r["unexpected"] == ["a:rx"] and r["within_tolerance"] is False
+    assert analysis.compare({"a": {"tx": 0, "rx": 0}}, {}, floor=0)["within_tolerance"] is False  # no ratio
+    assert analysis.compare({"a": {"tx": 0, "rx": 0}}, {}, floor=0)["min"] is None
+
+
+# ---- fidelity -----------------------------------------------------------------------------------
+GOOD_CAL = {"classes": {"host": {"ok": True, "measured_mbps": 19.5, "configured_mbps": 20, "ratio": 0.975}}}
+GOOD_CPU = {"ovs_cores": {"mean": 0.5}, "machine_busy": {"mean": 0.6}, "workers_cores": {"mean": 0.25}}
+GOOD_BUSIEST = {"intf": "e0_0-eth3", "peak_ratio": 1.01}
+
+
+def test_fidelity_faithful():
+    f = analysis.fidelity(GOOD_CAL, GOOD_CPU, {"dropped_by_kernel": 0}, GOOD_BUSIEST)
+    assert f["faithful"] is True and f["reasons"] == []
+    assert (f["ovs_cpu_percent"], f["machine_busy_percent"], f["workers_cpu_percent"]) == (50.0, 60.0, 25.0)
+    assert f["calibration"] == {"host": 0.975} and f["capture_drops"] == 0
+    assert analysis.fidelity(None, None, None, None)["faithful"] is True  # nothing measured: nothing wrong
+
+
+def test_fidelity_reasons():
+    cal = {"classes": {"host": GOOD_CAL["classes"]["host"],
+                       "agg-core": {"ok": False, "measured_mbps": 12.34, "configured_mbps": 20, "ratio": 0.617}}}
+    cpu = {"ovs_cores": {"mean": 0.9}, "machine_busy": {"mean": 0.95}}
+    f = analysis.fidelity(cal, cpu, {"dropped_by_kernel": 17}, {"intf": "e0_0-eth3", "peak_ratio": 1.2})
+    assert f["faithful"] is False
+    assert f["reasons"] == [
+        "calibration of agg-core: 12.3 of 20 Mbit/s (ratio 0.62 outside 0.80-1.05)",
+        "capture dropped 17 packets: byte counts are incomplete",
+        "ovs-vswitchd used 0.90 cores on average: forwarding was likely CPU-bound",
+        "the machine was 95% busy on average: workers or OVS starved",
+        "busiest link e0_0-eth3 peaked at 1.20x its configured rate",
+    ]
+    assert all("\n" not in r for r in f["reasons"])
+    assert f["workers_cpu_percent"] is None
+
+
+@pytest.mark.parametrize("cal,cpu,capture,busiest,needle", [
+    ({"classes": {"level0": {"ok": False, "measured_mbps": 25, "configured_mbps": 20, "ratio": 1.25}}},
+     None, None, None, "calibration of level0"),
+    (None, None, {"dropped_by_kernel": 1}, None, "capture dropped 1 packets"),
+    (None, {"ovs_cores": {"mean": 0.86}}, None, None, "ovs-vswitchd used 0.86 cores"),
+    (None, {"machine_busy": {"mean": 0.91}}, None, None, "91% busy"),
+    (None, None, None, {"intf": "x", "peak_ratio": 1.06}, "busiest link x peaked"),
+])
+def test_fidelity_each_invariant_alone(cal, cpu, capture, busiest, needle):
+    f = analysis.fidelity(cal, cpu, capture, busiest)
+    assert f["faithful"] is False and len(f["reasons"]) == 1 and needle in f["reasons"][0]
+
+
+def test_fidelity_thresholds_are_inclusive():
+    f = analysis.fidelity(None, {"ovs_cores": {"mean": 0.85}, "machine_busy": {"mean": 0.90}}, None,
+                          {"intf": "x", "peak_ratio": 1.05})
+    assert f["faithful"] is True
+
+
+# ---- network counters ---------------------------------------------------------------------------
+TC_JSON = json.dumps([
+    {"kind": "htb", "handle": "5:", "root": True, "dev": "s0_0-eth1", "drops": 3, "bytes": 10, "packets": 1},
+    {"kind": "htb", "handle": "5:", "root": True, "dev": "s0_0-eth2", "drops": 0},
+    {"kind": "netem", "handle": "10:", "parent": "5:1", "dev": "s0_0-eth1", "drops": 99},  # not root
+    {"kind": "ingress", "handle": "ffff:", "parent": "ffff:fff1", "dev": "s0_0-eth1", "drops": 5},
+    {"kind": "noqueue", "handle": "0:", "root": True, "dev": "lo", "drops": 7},  # not ours
+    {"kind": "htb", "handle": "5:", "root": True, "dev": "h00-eth0"},  # no drops field
+])
+
+
+def test_qdisc_drops():
+    names = {"s0_0-eth1", "s0_0-eth2", "h00-eth0"}
+    assert network.qdisc_drops(TC_JSON, names) == {"s0_0-eth1": 3, "s0_0-eth2": 0, "h00-eth0": 0}
+    assert network.qdisc_drops(TC_JSON, {"other"}) == {}
+    for bad in ("", None, "not json", "[{"):
+        assert network.qdisc_drops(bad, names) == {}
+
+
+SNMP = """Ip: Forwarding DefaultTTL InReceives
+Ip: 1 64 1000
+Tcp: RtoAlgorithm RtoMin RtoMax MaxConn ActiveOpens PassiveOpens AttemptFails EstabResets CurrEstab InSegs OutSegs RetransSegs InErrs OutRsts InCsumErrors
+Tcp: 1 200 120000 -1 10 5 0 0 2 1000 900 7 0 3 0
+Udp: InDatagrams NoPorts
+Udp: 5 0
+TcpExt: SyncookiesSent TCPTimeouts TCPLossProbes TCPFastRetrans TCPOFOQueue TCPRcvQDrop TCPSpuriousRTOs TCPDSACKRecv TCPDSACKOldSent
+TcpExt: 0 2 4 6 8 1 0 3 5
+IpExt: InNoRoutes InTruncatedPkts
+IpExt: 0 0
+"""
+
+
+def test_parse_snmp():
+    assert network.parse_snmp(SNMP) == {
+        "OutSegs": 900, "RetransSegs": 7, "TCPTimeouts": 2, "TCPLossProbes": 4, "TCPFastRetrans": 6,
+        "TCPOFOQueue": 8, "TCPRcvQDrop": 1, "TCPSpuriousRTOs": 0, "TCPDSACKRecv": 3, "TCPDSACKOldSent": 5}
+    assert set(network.parse_snmp(SNMP)) <= set(network.TCP_KEYS)
+    assert network.parse_snmp("") == {}
+    # a truncated value line (header and values differ in length) is skipped, not misaligned
+    assert network.parse_snmp("Tcp: RtoAlgorithm RetransSegs\nTcp: 1\n") == {}
+
+
+def test_drop_delta():
+    before = {"qdisc": {"a": 5, "b": 1}, "ovs": {"s": 2},
+              "tcp": {"h1": {"RetransSegs": 10, "OutSegs": 100}, "h2": {"RetransSegs": 1}}}
+    after = {"qdisc": {"a": 8, "b": 1, "c": 4}, "ovs": {"s": 2, "t": 1},
+             "tcp": {"h1": {"RetransSegs": 12, "OutSegs": 150}, "h2": {"RetransSegs": 4}, "h3": {"OutSegs": 7}}}
+    d = network.drop_delta(before, after)
+    assert d["qdisc"] == {"a": 3, "c": 4}  # unchanged counters left out
+    assert d["ovs"] == {"t": 1}
+    assert d["total"] == 8
+    assert d["tcp"] == {"RetransSegs": 2 + 3, "OutSegs": 50 + 7}
+    assert network.drop_delta({}, {}) == {"qdisc": {}, "ovs": {}, "total": 0, "tcp": {}}
+    # a counter that went down (interface recreated) is not a negative drop
+    assert network.drop_delta({"qdisc": {"a": 9}}, {"qdisc": {"a": 2}})["total"] == 0
+
+
+# ---- calibration pairs --------------------------------------------------------------------------
+def test_calibration_pairs_fattree4():
+    t = build("fattree,k=4", bw=20, link_bw={"agg-core": 10})
+    pairs = calibrate.calibration_pairs(t)
+    assert pairs == {
+        "host": ("h0_0_2", "h0_0_3", 20.0, ["host"]),  # same edge switch
+        "edge-agg": ("h0_0_2", "h0_1_2", 20.0, ["edge-agg", "host"]),  # same pod
+        "agg-core": ("h0_0_2", "h1_0_2", 10.0, ["agg-core", "edge-agg", "host"]),  # next pod
+    }
+    links = calibrate.path_links(t, "h0_0_2", "h1_0_2")
+    assert [link.cls for link in links] == ["host", "edge-agg", "agg-core", "agg-core", "edge-agg", "host"]
+
+
+def test_calibration_pairs_bcube42():
+    t = build("bcube,n=4,k=2", bw=20, link_bw={"level1": 5})
+    pairs = calibrate.calibration_pairs(t)
+    assert pairs == {
+        "level0": ("h00", "h01", 20.0, ["level0"]),
+        "level1": ("h00", "h10", 5.0, ["level1"]),  # to h10's level-0 address, over level 1
+    }
+    # a two-hop pair relays: four host links, both classes, bottleneck the slower one
+    links = calibrate.path_links(t, "h00", "h11")
+    assert sorted(link.cls for link in links) == ["level0", "level0", "level1", "level1"]

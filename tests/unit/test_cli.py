@@ -1,0 +1,363 @@
+"""`python -m emulation.cli` on bad input, `topo` and `algos`; the lock and the state record.
+
+Nothing here starts Mininet, OVS or Ryu, and nothing touches the machine's OVS bridges,
+interfaces or /run/syncbed (someone may be running an emulation right now):
+- every CLI process gets SYNCBED_STATE_DIR in a tmp folder and a PATH holding only the
+  venv's bin, so even an input wrongly accepted would stop at "Open vSwitch or Mininet
+  is missing" (exit 2) instead of starting a run;
+- `cleanup()` is given fake `ovs_bridges` and `subprocess.run`, so it can only say what it
+  would do.
+Speed (the unit tier must stay in seconds on 2 busy cores): every case that gets past the
+cheap checks imports torch (~1.5 s of CPU). Cases that do not, one that does (`--algo
+nope`) and the uid-65534 run are fresh `python -m emulation.cli` processes, started at
+once; the other torch-importing cases are forked from one process that imported torch
+first, each child running the module exactly as `-m` does (runpy, own argv, own exit
+status, stdout and stderr).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from emulation import state
+from emulation.state import Lock, LockedError, State, cleanup
+
+pytestmark = pytest.mark.unit
+
+ROOT = Path(__file__).resolve().parents[2]
+PY = sys.executable
+MODEL = ["--model", "synthetic,mb=1"]
+IS_ROOT = os.geteuid() == 0
+
+# name -> (argv after `python -m emulation.cli`, pattern stderr must match, how it runs)
+FRESH, FORKED = "fresh", "forked"
+BAD_INPUT = {
+    "bcube_n1": (["run", "--topo", "bcube,n=1,k=2"], r"BCube n=1 is out of range", FORKED),
+    "fattree_k3": (["run", "--topo", "fattree,k=3"], r"Fat-Tree k=3 is invalid: k must be an even number", FORKED),
+    "algo_nope": (["run", "--algo", "nope"], r"unknown algorithm 'nope'; valid: bml, gloo, ps, ring", FRESH),
+    "bw_0": (["run", "--bw", "0"], r"bw=0(\.0)? Mbit/s is out of range: must be > 0 and <= 1000", FRESH),
+    "bw_5000": (["run", "--bw", "5000"], r"bw=5000(\.0)? Mbit/s is out of range", FRESH),
+    "workers_9": (["run", "--topo", "bcube,n=2,k=2", "--workers", "9"],
+                  r"9 workers \+ 0 servers do not fit on bcube\(2,2\), which has 4 hosts", FORKED),
+    "bml_fattree": (["run", "--topo", "fattree,k=4", "--algo", "bml"], r"bml runs on bcube only, not fattree\(4\)",
+                    FORKED),
+    "no_file": (["run", "does/not/exist.yaml"], r"experiment file does/not/exist.yaml does not exist", FORKED),
+    "crash_spec": (["run", "--topo", "bcube,n=2,k=2", "--inject-crash", "three"],
+                   r"--inject-crash takes RANK:ITER, e\.g\. 3:1, got 'three'", FORKED),
+    "crash_rank": (["run", "--topo", "bcube,n=2,k=2", "--algo", "ring", "--inject-crash", "4:1"],
+                   r"crash rank 4 is not a rank of every run", FORKED),
+    "placement": (["run", "--placement", "random"], r"placement 'random' is unknown; valid: ordered, spread", FORKED),
+    "topo_mesh": (["topo", "mesh"], r"unknown topology 'mesh'; valid: bcube", FORKED),
+}
+OK_COMMANDS = {
+    "topo_bcube32": (["topo", "bcube,n=3,k=2"], FRESH),
+    "topo_fattree4_v": (["topo", "fattree,k=4", "--bw", "10", "-v"], FRESH),
+    "algos": (["algos"], FORKED),
+}
+
+HOLDER = """
+import sys
+from emulation.state import Lock
+with Lock(sys.argv[1]):
+    print("locked", flush=True)
+    sys.stdin.read()  # hold the lock until the test closes our stdin
+"""
+
+# Imports torch once, then forks one child per case; the child runs emulation.cli as
+# `python -m` does and leaves <name>.out, <name>.err; the parent prints {name: exit code}.
+FORKER = r"""
+import json, os, runpy, sys, traceback
+import torch  # noqa: F401  the slow import every case would repeat
+from workloads.algorithms import base
+base.registry()
+cases, outdir = json.loads(sys.argv[1]), sys.argv[2]
+codes = {}
+for name, argv in cases.items():
+    sys.stdout.flush(); sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        code = 99
+        try:
+            for fd, ext in ((1, "out"), (2, "err")):
+                f = os.open(os.path.join(outdir, f"{name}.{ext}"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                os.dup2(f, fd)
+                os.close(f)
+            sys.argv = ["emulation.cli", *argv]
+            try:
+                runpy.run_module("emulation.cli", run_name="__main__", alter_sys=True)
+                code = 0
+            except SystemExit as e:
+                if e.code is None or isinstance(e.code, int):
+                    code = e.code or 0
+                else:
+                    print(e.code, file=sys.stderr)
+                    code = 1
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush(); sys.stderr.flush()
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    codes[name] = os.waitstatus_to_exitcode(status)
+print(json.dumps(codes))
+"""
+
+
+def safe_env(tmp: Path) -> dict:
+    return {"PATH": str(Path(PY).parent), "HOME": str(tmp), "SYNCBED_STATE_DIR": str(tmp / "state"),
+            "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"}
+
+
+def start_holder(env: dict, what: str) -> subprocess.Popen:
+    p = subprocess.Popen([PY, "-c", HOLDER, what], cwd=ROOT, env=env, text=True,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    line = p.stdout.readline()
+    if line.strip() != "locked":
+        p.kill()
+        raise AssertionError(f"lock holder did not start: {line!r} {p.stderr.read()!r}")
+    return p
+
+
+def stop(p: subprocess.Popen) -> None:
+    try:
+        p.stdin.close()
+        p.wait(10)
+    except subprocess.TimeoutExpired:
+        p.kill()  # our own child, by handle
+        p.wait()
+
+
+@pytest.fixture(scope="module")
+def cli(tmp_path_factory):
+    """Run every CLI case at once (while a lock holder runs, for `clean`);
+    name -> (returncode, stdout, stderr)."""
+    tmp = tmp_path_factory.mktemp("cli")
+    env = safe_env(tmp)
+    cases = {name: (argv + (MODEL if argv[0] == "run" else []), how) for name, (argv, _, how) in BAD_INPUT.items()}
+    cases.update({name: (argv, how) for name, (argv, how) in OK_COMMANDS.items()})
+    cases["clean_locked"] = (["clean"], FRESH)
+    forked = {name: argv for name, (argv, how) in cases.items() if how == FORKED}
+    holder = start_holder(env, "cli test holder")
+    procs = {}
+    try:
+        outdir = tmp / "forked"
+        outdir.mkdir()
+        procs["_forker"] = subprocess.Popen([PY, "-c", FORKER, json.dumps(forked), str(outdir)], cwd=ROOT,
+                                            env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        for name, (argv, how) in cases.items():
+            if how == FRESH:
+                procs[name] = subprocess.Popen([PY, "-m", "emulation.cli", *argv], cwd=ROOT, env=env, text=True,
+                                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        if IS_ROOT:  # valid input, run as nobody: must refuse before anything starts
+            procs["not_root"] = subprocess.Popen(
+                [PY, "-m", "emulation.cli", "run", "--topo", "bcube,n=2,k=2", "--algo", "ring", *MODEL],
+                cwd=ROOT, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, user=65534)
+        out = {}
+        for name, p in procs.items():
+            so, se = p.communicate(timeout=120)
+            out[name] = (p.returncode, so, se)
+        code, so, se = out.pop("_forker")
+        assert code == 0, f"forker failed: {se}"
+        for name, rc in json.loads(so).items():
+            out[name] = (rc, (outdir / f"{name}.out").read_text(), (outdir / f"{name}.err").read_text())
+        assert set(out) >= set(cases)
+        out["holder_pid"] = holder.pid
+        return out
+    finally:
+        for p in procs.values():
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        stop(holder)
+
+
+def one_line(stderr: str) -> str:
+    lines = stderr.splitlines()
+    assert len(lines) == 1, f"stderr is not one line: {stderr!r}"
+    return lines[0]
+
+
+@pytest.mark.parametrize("name", list(BAD_INPUT))
+def test_bad_input_exits_2_with_one_line(cli, name):
+    code, out, err = cli[name]
+    line = one_line(err)
+    assert code == 2, (code, out, err)
+    assert line.startswith("syncbed: ")
+    assert re.search(BAD_INPUT[name][1], line), line
+    assert "missing" not in line and "root" not in line  # refused as input, not by the environment
+    assert out == ""
+
+
+def test_topo_describes_bcube(cli):
+    code, out, err = cli["topo_bcube32"]
+    assert (code, err) == (0, "")
+    first = out.splitlines()[0]
+    assert first == "bcube(3,2): 9 servers, 6 switches, 18 links, 2 NICs per server"
+    assert "link classes: level0 20 Mbit/s, level1 20 Mbit/s" in out
+
+
+def test_topo_verbose_lists_nics_and_ports(cli):
+    code, out, err = cli["topo_fattree4_v"]
+    assert (code, err) == (0, "")
+    assert out.startswith("fattree(4): 16 servers, 20 switches, 48 links, 1 NICs per server")
+    assert "host 10 Mbit/s" in out
+    assert "  h0_0_2: h0_0_2-eth0 10.0.0.2" in out
+    assert "  e0_0 dpid 0x1: ports 1->h0_0_2, 2->h0_0_3, 3->a0_2, 4->a0_3" in out
+
+
+def test_algos_lists_the_registry(cli):
+    code, out, err = cli["algos"]
+    assert (code, err) == (0, "")
+    names = [line.split()[0] for line in out.splitlines()]
+    assert names == ["bml", "gloo", "ps", "ring"]
+    assert "(on bcube)" in out.splitlines()[0]
+
+
+def test_clean_refuses_while_another_run_holds_the_lock(cli):
+    code, out, err = cli["clean_locked"]
+    line = one_line(err)
+    assert code == 2
+    assert f"another syncbed run is active (pid {cli['holder_pid']}, cli test holder, since" in line
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="dropping to uid 65534 needs root")
+def test_run_as_non_root_is_refused(cli):
+    code, out, err = cli["not_root"]
+    line = one_line(err)
+    assert code == 2
+    assert "root" in line and line.startswith("syncbed: ")
+
+
+# ---- Lock ----------------------------------------------------------------------------------------
+@pytest.fixture
+def state_dir(tmp_path, monkeypatch):
+    d = tmp_path / "state"
+    monkeypatch.setenv("SYNCBED_STATE_DIR", str(d))
+    monkeypatch.setattr(state, "STATE_DIR", d)  # read at import; the env var is for subprocesses
+    return d
+
+
+def test_second_lock_names_the_holder(state_dir):
+    with Lock("first run") as lock:
+        assert (state_dir / "lock").read_text().startswith(f"pid {os.getpid()}, first run, since ")
+        with pytest.raises(LockedError) as e:
+            with Lock("second run"):
+                pass
+        msg = str(e.value)
+        assert f"another syncbed run is active (pid {os.getpid()}, first run, since " in msg
+        assert "second run" not in msg and "\n" not in msg
+        assert lock.fd is not None
+    # released: the next run takes it, and the file names the new holder
+    with Lock("third run"):
+        assert "third run" in (state_dir / "lock").read_text()
+    assert (state_dir / "lock").read_text() == ""
+
+
+def test_lock_held_by_another_process(state_dir, tmp_path):
+    holder = start_holder(safe_env(tmp_path), "holder process")
+    try:
+        with pytest.raises(LockedError, match=rf"pid {holder.pid}, holder process, since "):
+            with Lock("me"):
+                pass
+    finally:
+        stop(holder)
+    with Lock("me"):  # the kernel released it with the holder
+        pass
+
+
+# ---- State ---------------------------------------------------------------------------------------
+def test_state_add_persists(state_dir):
+    s = State()
+    assert s.path == state_dir / "state.json"
+    s.add("pids", 11, 12, 11, None)
+    s.add("bridges", "s0_0")
+    s.add("intfs", "s0_0-eth1", "s0_0-eth2")
+    on_disk = json.loads((state_dir / "state.json").read_text())
+    assert on_disk == {"pids": [11, 12], "pgids": [], "bridges": ["s0_0"], "intfs": ["s0_0-eth1", "s0_0-eth2"]}
+    assert State.load().data == on_disk
+    assert not list(state_dir.glob("*.tmp"))  # written atomically
+    s.clear()
+    assert not (state_dir / "state.json").exists()
+    assert State.load().data == {"pids": [], "pgids": [], "bridges": [], "intfs": []}
+
+
+def test_state_load_tolerates_a_torn_file(state_dir):
+    state_dir.mkdir(parents=True)
+    (state_dir / "state.json").write_text('{"pids": [1, 2')
+    assert State.load().data == {"pids": [], "pgids": [], "bridges": [], "intfs": []}
+
+
+class FakeSystem:
+    """Stands in for OVS and `ip`: records the commands cleanup() would run."""
+
+    def __init__(self, existing=(), tagged=()):
+        self.existing, self.tagged, self.commands = list(existing), list(tagged), []
+
+    def ovs_bridges(self, tag_only=True):
+        return list(self.tagged if tag_only else self.existing)
+
+    def run(self, cmd, *a, **kw):
+        self.commands.append(list(cmd))
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+
+def dead_pid() -> int:
+    p = subprocess.Popen(["true"])
+    p.wait()  # reaped: the pid names no process
+    return p.pid
+
+
+def test_cleanup_of_dead_pid_and_missing_bridge_and_interface_does_nothing(state_dir, monkeypatch):
+    fake = FakeSystem(existing=["br-someone-else"], tagged=[])
+    monkeypatch.setattr(state, "ovs_bridges", fake.ovs_bridges)
+    monkeypatch.setattr(state.subprocess, "run", fake.run)
+    killed = []
+    monkeypatch.setattr(state, "kill_all", lambda *a, **kw: killed.append(a))
+    s = State()
+    pid = dead_pid()
+    s.add("pids", pid)
+    s.add("pgids", pid)
+    s.add("bridges", "sbtest-nobr0")
+    s.add("intfs", "sbtest-noif0")
+    assert not Path("/sys/class/net/sbtest-noif0").exists()
+    assert cleanup(s) == []
+    assert killed == [] and fake.commands == []
+    assert not s.path.exists() and s.data == {"pids": [], "pgids": [], "bridges": [], "intfs": []}
+
+
+def test_cleanup_removes_exactly_what_it_recorded(state_dir, monkeypatch):
+    """Live own process stopped by pid; a recorded bridge that exists deleted, a tagged
+    one that no longer exists skipped, someone else's untagged bridge left alone."""
+    fake = FakeSystem(existing=["sbtest-br1", "br-someone-else"], tagged=["sbtest-gone"])
+    monkeypatch.setattr(state, "ovs_bridges", fake.ovs_bridges)
+    monkeypatch.setattr(state.subprocess, "run", fake.run)
+    sleeper = subprocess.Popen(["sleep", "30"])
+    # a crashed run's processes are not the cleaner's children; reap ours at once, or it
+    # stays a zombie that kill_all still sees alive
+    reaper = threading.Thread(target=sleeper.wait, daemon=True)
+    reaper.start()
+    try:
+        s = State()
+        s.add("pids", sleeper.pid)
+        s.add("bridges", "sbtest-br1")
+        t0 = time.time()
+        done = cleanup(s)
+        reaper.join(5)
+        assert sleeper.returncode == -signal.SIGTERM  # SIGTERM was enough...
+        assert time.time() - t0 < 2.5  # ...and kill_all did not wait out its grace period
+    finally:
+        if sleeper.poll() is None:
+            sleeper.kill()
+            sleeper.wait()
+    assert done == ["stopped 1 processes", "deleted 1 OVS bridges"]
+    assert fake.commands == [["ovs-vsctl", "--timeout=20", "--", "--if-exists", "del-br", "sbtest-br1"]]
+    assert not s.path.exists()

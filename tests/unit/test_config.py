@@ -1,0 +1,207 @@
+"""emulation/config.py: YAML + overrides -> RunConfig -> validated, planned runs.
+
+Every bad input must fail here, before a process starts, with a one-line ValueError that
+says what is valid. The model is "synthetic,mb=1" so planning stays fast.
+"""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from emulation import config
+from topologies.spec import build
+
+pytestmark = pytest.mark.unit
+
+MODEL = "synthetic,mb=1"
+
+
+def write(tmp_path, text, name="exp.yaml"):
+    p = tmp_path / name
+    p.write_text(textwrap.dedent(text))
+    return p
+
+
+def cfg(**kw):
+    kw.setdefault("model", MODEL)
+    return config.load(None, **kw)
+
+
+def one_line_error(fn, *args, match=None, **kw):
+    with pytest.raises(ValueError, match=match) as e:
+        fn(*args, **kw)
+    msg = str(e.value)
+    assert msg and "\n" not in msg, f"not one line: {msg!r}"
+    return msg
+
+
+# ---- load ------------------------------------------------------------------------------
+def test_defaults_without_file():
+    c = config.load()
+    assert c.name == "experiment" and c.algorithms == ["gloo", "ring", "ps"]
+    assert c.matrix() == [("fattree,k=4", ["gloo", "ring", "ps"]), ("bcube,n=4,k=2", ["gloo", "ring", "ps"])]
+
+
+def test_load_yaml_and_overrides(tmp_path):
+    p = write(tmp_path, """
+        topologies: "bcube,n=3,k=2"
+        algorithms: "ring, ps"
+        bw: 10
+        link_bw: {level1: 5}
+        iters: 3
+        model: synthetic,mb=1
+        options: {ring: {order: [1, 0, 2, 3, 4, 5, 6, 7, 8]}}
+    """, name="small.yaml")
+    c = config.load(p)
+    assert c.name == "small"  # the file's stem
+    assert c.topologies == ["bcube,n=3,k=2"] and c.algorithms == ["ring", "ps"]
+    assert (c.bw, c.link_bw, c.iters, c.warmup) == (10, {"level1": 5}, 3, 1)
+    # overrides win; None means "not given"
+    c = config.load(p, iters=7, bw=None, name="renamed", algorithms="gloo")
+    assert (c.iters, c.bw, c.name, c.algorithms) == (7, 10, "renamed", ["gloo"])
+    c = config.load(p, topologies=["fattree,k=4", "bcube,n=2,k=2"])
+    assert c.topologies == ["fattree,k=4", "bcube,n=2,k=2"]
+
+
+def test_empty_yaml_is_all_defaults(tmp_path):
+    c = config.load(write(tmp_path, "", name="empty.yaml"))
+    assert c.name == "empty" and c.iters == config.RunConfig().iters
+
+
+def test_unknown_option_lists_valid_ones(tmp_path):
+    p = write(tmp_path, """
+        topologies: ["fattree,k=4"]
+        wrokers: 4
+    """)
+    msg = one_line_error(config.load, p, match=r"unknown option\(s\) wrokers; valid: .*workers")
+    for name in ("algorithms", "bw", "iters", "link_bw", "model", "placement", "topologies"):
+        assert name in msg
+    # a misspelled override is the same one-line error, not a TypeError
+    one_line_error(config.load, None, wrokers=4, match=r"unknown option\(s\) wrokers; valid: .*workers")
+
+
+@pytest.mark.parametrize("text", [
+    "topologies: [fattree,k=4\nalgorithms: ring\n",
+    "a: b: c\n",
+    "key: 'unterminated\n",
+    "\tbw: 5\n",
+])
+def test_invalid_yaml_is_a_one_line_error(tmp_path, text):
+    p = tmp_path / "bad.yaml"
+    p.write_text(text)
+    one_line_error(config.load, p, match=r"bad.yaml is not valid YAML: ")
+
+
+def test_yaml_must_be_a_mapping(tmp_path):
+    one_line_error(config.load, write(tmp_path, "- ring\n- ps\n"), match="must be a mapping of options")
+
+
+def test_missing_file(tmp_path):
+    one_line_error(config.load, tmp_path / "nope.yaml", match="does not exist")
+
+
+# ---- validate ------------------------------------------------------------------------------
+def test_validate_plans_every_run():
+    runs = config.validate(cfg(topologies={"bcube,n=3,k=2": ["bml", "ring"], "fattree,k=4": ["ps"]}))
+    assert [(r.index, r.topology.name, r.algorithm) for r in runs] == [
+        (1, "bcube(3,2)", "bml"), (2, "bcube(3,2)", "ring"), (3, "fattree(4)", "ps")]
+    for r in runs:
+        assert r.workers == len(r.topology.hosts()) and r.servers == 0
+        assert r.hosts == r.topology.hosts()
+        assert r.plan["algorithm"] == r.algorithm
+        assert r.label == f"{r.topology.name} {r.algorithm}"
+        assert r.model.layer_sizes and sum(r.model.layer_sizes) * 4 == 2**20
+
+
+def test_validate_dedicated_servers_only_for_ps():
+    runs = config.validate(cfg(topologies=["fattree,k=4"], algorithms=["ps", "ring"], workers=8, servers=2))
+    ps, ring = runs
+    assert (ps.workers, ps.servers, len(ps.hosts)) == (8, 2, 10)
+    assert (ring.workers, ring.servers, len(ring.hosts)) == (8, 0, 8)
+
+
+@pytest.mark.parametrize("kw,pattern", [
+    (dict(algorithms=["nope"]), r"unknown algorithm 'nope'; valid: bml, gloo, ps, ring"),
+    (dict(topologies=["fattree,k=4"], algorithms=["bml"]), r"bml runs on bcube only, not fattree\(4\)"),
+    (dict(topologies=["bcube,n=2,k=2"], algorithms=["ring"], workers=5),
+     r"5 workers \+ 0 servers do not fit on bcube\(2,2\), which has 4 hosts"),
+    (dict(topologies=["fattree,k=2"], algorithms=["ps"], workers=2, servers=1),
+     r"2 workers \+ 1 servers do not fit on fattree\(2\), which has 2 hosts"),
+    (dict(bw=0), r"bw=0 Mbit/s is out of range"),
+    (dict(bw=1000.5), r"bw=1000.5 Mbit/s is out of range"),
+    (dict(bw=-3), r"bw=-3 Mbit/s is out of range"),
+    (dict(link_bw={"host": 2000}), r"link_bw\[host\]=2000 Mbit/s is out of range"),
+    (dict(topologies=["fattree,k=4"], link_bw={"level0": 5}), r"unknown link class \['level0'\]"),
+    (dict(iters=0), r"iters=0 is invalid: must be an integer >= 1"),
+    (dict(iters=-1), r"iters=-1 is invalid"),
+    (dict(iters="3"), r"iters='3' is invalid"),
+    (dict(warmup=-1), r"warmup=-1 is invalid"),
+    (dict(workers=0), r"workers=0 is invalid"),
+    (dict(timeout=0), r"timeout=0 is invalid: must be a number > 0"),
+    (dict(placement="random"), r"placement 'random' is unknown; valid: ordered, spread"),
+    (dict(topologies=["bcube,n=1,k=2"]), r"BCube n=1 is out of range"),
+    (dict(topologies=["fattree,k=3"]), r"Fat-Tree k=3 is invalid"),
+    (dict(topologies=["ring,n=4"]), r"unknown topology 'ring'; valid: bcube"),
+    (dict(topologies={"fattree,k=4": []}), r"no algorithm given for topology fattree,k=4"),
+    (dict(options={"nope": {}}), r"unknown algorithm 'nope'"),
+    (dict(topologies=["fattree,k=4"], algorithms=["ring"], options={"ring": {"order": [0, 0]}}),
+     r"ring: option order must be a permutation"),
+    (dict(model="synthetic"), r"synthetic"),
+    (dict(topologies=["bcube,n=2,k=2"], algorithms=["ring"], crash={"rank": 4, "iter": 1}),
+     r"crash rank 4 is not a rank of every run"),
+])
+def test_validate_rejects_bad_input_in_one_line(kw, pattern):
+    one_line_error(config.validate, cfg(**kw), match=pattern)
+
+
+def test_unknown_algorithm_in_yaml_lists_valid(tmp_path):
+    p = write(tmp_path, """
+        topologies: ["bcube,n=2,k=2"]
+        algorithms: [ring, allreduce]
+        model: synthetic,mb=1
+    """)
+    msg = one_line_error(config.validate, config.load(p), match="unknown algorithm 'allreduce'")
+    for name in ("bml", "gloo", "ps", "ring"):
+        assert name in msg
+
+
+# ---- placement and matrix ------------------------------------------------------------------
+def test_place_ordered():
+    t = build("fattree,k=4")
+    assert config.place(t, 5, "ordered") == t.hosts()[:5]
+    assert config.place(t, 16, "spread") == t.hosts()  # all hosts: order unchanged
+    assert config.place(t, 20, "ordered") == t.hosts()
+
+
+def test_place_spread_uses_distinct_edge_switches_first():
+    t = build("fattree,k=4")
+    hosts = config.place(t, 9, "spread")
+    assert len(hosts) == len(set(hosts)) == 9
+    edges = [t.peer(t.host_nics(h)[0].name).node for h in hosts]
+    assert len(set(edges[:8])) == 8  # one host on each of the 8 edge switches...
+    assert edges[:8] == [f"e{p}_{e}" for p in range(4) for e in range(2)]  # ...in pod order
+    assert hosts[:8] == [f"h{p}_{e}_2" for p in range(4) for e in range(2)]
+    assert hosts[8] == "h0_0_3"  # then around again
+
+
+def test_place_spread_on_bcube_uses_level0_switches():
+    t = build("bcube,n=3,k=2")
+    hosts = config.place(t, 4, "spread")
+    assert hosts == ["h00", "h10", "h20", "h01"]
+    sw = [t.peer(t.host_nics(h)[0].name).node for h in hosts]
+    assert len(set(sw[:3])) == 3
+
+
+def test_spread_placement_reaches_the_plan():
+    (run,) = config.validate(cfg(topologies=["fattree,k=4"], algorithms=["ring"], workers=4, placement="spread"))
+    assert run.hosts == ["h0_0_2", "h0_1_2", "h1_0_2", "h1_1_2"]
+
+
+def test_matrix_forms():
+    c = cfg(topologies={"bcube,n=3,k=2": ["bml", "ps"], "fattree,k=4": ("ps",)}, algorithms=["ring"])
+    assert c.matrix() == [("bcube,n=3,k=2", ["bml", "ps"]), ("fattree,k=4", ["ps"])]
+    c = cfg(topologies=["bcube,n=3,k=2", "fattree,k=4"], algorithms="gloo,ring")
+    assert c.matrix() == [("bcube,n=3,k=2", ["gloo", "ring"]), ("fattree,k=4", ["gloo", "ring"])]
+    c = cfg(topologies="fattree,k=2", algorithms=["ps"])
+    assert c.matrix() == [("fattree,k=2", ["ps"])]
