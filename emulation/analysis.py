@@ -99,13 +99,18 @@ def sync_times(log_dir: Path, workers: int) -> dict:
             elif kind == "stage":
                 stages += 1
     sync, iteration = [], []
+    jct = None
+    if per_iter:
+        first, last = per_iter[min(per_iter)], per_iter[max(per_iter)]
+        jct = max(e["t_done"] for e in last) - min(e["t_start"] for e in first)
     for i in sorted(per_iter):
         evs = per_iter[i]
         ready = max(e["t_ready"] for e in evs)
         end = max(e["t_done"] for e in evs)
         sync.append(end - ready)
         iteration.append(end - max(e["t_start"] for e in evs))
-    return {"sync_seconds": sync, "iteration_seconds": iteration, "correct": correct and bool(sync),
+    return {"sync_seconds": sync, "iteration_seconds": iteration, "jct_seconds": jct,
+            "correct": correct and bool(sync),
             "errors": errors, "ranks_done": done, "stage_events": stages,
             "complete_iters": sum(len(v) >= workers for v in worker_ranks.values())}
 
@@ -237,6 +242,7 @@ def analyze_run(run_dir: Path) -> dict:
         "link_mbps": link_mbps[0] if len(link_mbps) == 1 else link_mbps,
         "iters": job["iters"], "warmup": job["warmup"],
         "sync_seconds": times["sync_seconds"], "iteration_seconds": times["iteration_seconds"],
+        "jct_seconds": times["jct_seconds"],
         "median_sync_seconds": statistics.median(times["sync_seconds"]) if times["sync_seconds"] else None,
         "bound_seconds": bound_seconds(topo, ports_sync),
         "bound_nonblocking_seconds": bound_seconds(topo, per_sync),

@@ -33,9 +33,10 @@ class RunConfig:
     workers: int | None = None  # None: every host of the topology
     servers: int = 0  # dedicated PS hosts (ps only)
     placement: str = "ordered"  # ranks on hosts: in host order, or spread over pods/edges
-    model: str = "synthetic,mb=4"
+    model: object = "synthetic,mb=4"  # one spec or a list of specs (each run once per model)
     dilation: float = 1.0  # compute times x dilation (time dilation, see DESIGN.md)
     size_scale: float = 1.0  # gradient sizes / size_scale (time dilation)
+    real_link_mbps: float | None = None  # the real setting the run stands for (sets dilation)
     bw: float = 20.0  # Mbit/s on every link class not in link_bw
     link_bw: dict = field(default_factory=dict)
     iters: int = 5
@@ -50,6 +51,20 @@ class RunConfig:
     crash: dict | None = None  # fault injection: {"rank": r, "iter": i}
     link_down: dict | None = None  # fault injection: {"link": "h00-eth1", "after_s": 2}
     description: str = ""
+
+    def models(self) -> list[str]:
+        return [self.model] if isinstance(self.model, str) else list(self.model)
+
+    def time_dilation(self) -> float:
+        """One factor for compute and communication (DESIGN.md, fidelity).
+
+        With gradients divided by `size_scale` on links of `bw` Mbit/s, a sync takes
+        real_link_mbps / (size_scale * bw) times as long as the full model would on the
+        real links; compute times are multiplied by the same factor, so the
+        compute/communication ratio is that of the real setting."""
+        if self.real_link_mbps:
+            return float(self.real_link_mbps) / (self.size_scale * self.bw)
+        return float(self.dilation)
 
     def matrix(self) -> list[tuple[str, list[str]]]:
         if isinstance(self.topologies, dict):
@@ -99,7 +114,7 @@ class PlannedRun:
 
     @property
     def label(self) -> str:
-        return f"{self.topology.name} {self.algorithm}"
+        return f"{self.topology.name} {self.algorithm} {self.model.spec}"
 
 
 def validate(cfg: RunConfig) -> list[PlannedRun]:
@@ -117,11 +132,16 @@ def validate(cfg: RunConfig) -> list[PlannedRun]:
         base.get(a)
     from workloads import models  # torch import: only once the cheap checks passed
 
-    model = models.load(cfg.model)
-    if cfg.size_scale != 1.0 or cfg.dilation != 1.0:
-        model = models.scaled(model, cfg.size_scale, cfg.dilation)
+    if not cfg.models():
+        raise ValueError("no model given; valid: " + ", ".join(models.valid_specs()))
+    loaded = []
+    for spec in cfg.models():
+        m = models.load(spec)
+        if cfg.size_scale != 1.0 or cfg.time_dilation() != 1.0:
+            m = models.scaled(m, cfg.size_scale, cfg.time_dilation())
+        loaded.append(m)
     runs = []
-    for spec, algos in cfg.matrix():
+    for (spec, algos), model in ((x, m) for m in loaded for x in cfg.matrix()):
         topo = topo_spec.build(spec, bw=cfg.bw, link_bw=cfg.link_bw or None)
         all_hosts = topo.hosts()
         for a in algos:
@@ -173,6 +193,8 @@ def _check_numbers(cfg: RunConfig) -> None:
             raise ValueError(f"{name}={v!r} is invalid: must be an integer >= {lo}")
     if cfg.workers is not None and (not isinstance(cfg.workers, int) or cfg.workers < 1):
         raise ValueError(f"workers={cfg.workers!r} is invalid: must be an integer >= 1")
+    if cfg.real_link_mbps is not None and (not isinstance(cfg.real_link_mbps, (int, float)) or cfg.real_link_mbps <= 0):
+        raise ValueError(f"real_link_mbps={cfg.real_link_mbps!r} is invalid: must be a number > 0")
     for name in ("timeout", "dilation", "size_scale"):
         v = getattr(cfg, name)
         if not isinstance(v, (int, float)) or v <= 0:

@@ -143,6 +143,10 @@ class Experiment:
             self._save()
             for run in runs:
                 rec = self._run_one(run, net, calib)
+                rec["model_source"] = run.model.source
+                rec["time_dilation"] = self.cfg.time_dilation()
+                rec["size_scale"] = self.cfg.size_scale
+                rec["real_link_mbps"] = self.cfg.real_link_mbps
                 self.summary["runs"].append(rec)
                 self._save()
                 if rec["status"] != "ok":
@@ -154,7 +158,7 @@ class Experiment:
     # ---- per run -----------------------------------------------------------------------
     def _run_one(self, run, net, calib) -> dict:
         cfg = self.cfg
-        rdir = self.out / f"{run.index:02d}-{_slug(run.topology.name)}-{run.algorithm}"
+        rdir = self.out / f"{run.index:02d}-{_slug(run.topology.name)}-{run.algorithm}-{_slug(run.model.spec.split(',')[0])}"
         rdir.mkdir()
         _write_json(rdir / "topology.json", run.topology.to_dict())
         if calib:

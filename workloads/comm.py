@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime
 import os
+from datetime import timedelta
 from typing import Callable, Iterable
 
 import torch
@@ -50,6 +51,8 @@ class Comm:
         self.rank, self.world, self.nics, self.timeout_s = rank, world, nics, float(timeout_s)
         # A path means a FileStore on the shared disk; a Store object is used as is (tests).
         self.store = dist.FileStore(os.fspath(store), world) if isinstance(store, (str, os.PathLike)) else store
+        if isinstance(store, (str, os.PathLike)):  # a lost peer fails the store barrier in time too
+            self.store.set_timeout(timedelta(seconds=timeout_s))
         self.sink = sink  # called with each recorded event; None keeps them in self.events
         self.events: list[dict] = []
         self.iteration: int | None = None  # set by the worker, stamped on recorded events
@@ -105,6 +108,16 @@ class Comm:
     def barrier(self, nic: int = 0) -> None:
         """Block until every rank reached this barrier (a few bytes on NIC `nic`)."""
         self.nic(nic).barrier().wait()
+
+    def store_barrier(self, name: str) -> None:
+        """Block until every rank reached barrier `name`, through the shared store only.
+
+        Nothing crosses the emulated links, so the captures hold the algorithm's bytes
+        alone (a Gloo barrier adds a few KiB per iteration: 15% of LeNet-5's gradient)."""
+        key = f"barrier/{name}"
+        if self.store.add(key, 1) == self.world:
+            self.store.set(key + "/go", b"1")
+        self.store.wait([key + "/go"])
 
     # --- timeline -----------------------------------------------------------------------
     def record(self, **event) -> None:

@@ -3,7 +3,7 @@
 Started by the runner inside a Mininet host (or on localhost by the parallel tests, NICs
 `lo`), it only carries out what job.json says (docs/ARCHITECTURE.md, "Worker job file"):
 builds the rank's process groups (`workloads.comm.Comm`), then for each of warmup + iters
-iterations: barrier on NIC 0, backward (`GradientStream` over the synthetic gradient),
+iterations: barrier (through the shared store, not the network), backward (`GradientStream` over the synthetic gradient),
 `algorithm.execute(plan, comm, stream)`, and a check of the result against the local oracle
 (`workloads.gradients`). Everything it observes goes to `log_dir/rank<R>.jsonl`: `start`,
 one `iter` per iteration, executors' `stage` events, then `done` or one `error`. Rank 0
@@ -108,7 +108,7 @@ def run(job: dict, rank: int, nics: list, log: EventLog) -> None:
             stream = GradientStream(layers, values, dilation)
         else:
             expected, stream = None, GradientStream(layers, None, 0.0)
-        comm.barrier()
+        comm.store_barrier(f"iter{it}")
         stream.start()
         result = algo.execute(plan, comm, stream)
         t_done = time.time()
@@ -123,7 +123,7 @@ def run(job: dict, rank: int, nics: list, log: EventLog) -> None:
         log.write(event)
         if rank == 0:
             print(f"iter {it + 1}/{total} sync {t_done - stream.t_ready:.3f} s", flush=True)
-    comm.barrier()  # nobody closes its connections while a peer still receives from it
+    comm.store_barrier("end")  # nobody closes its connections while a peer still receives from it
 
 
 def main(argv=None) -> int:

@@ -198,7 +198,8 @@ def test_compare_unexpected_traffic_above_floor():
 
 # ---- fidelity -----------------------------------------------------------------------------------
 GOOD_CAL = {"classes": {"host": {"ok": True, "measured_mbps": 19.5, "configured_mbps": 20, "ratio": 0.975}}}
-GOOD_CPU = {"ovs_cores": {"mean": 0.5}, "machine_busy": {"mean": 0.6}, "workers_cores": {"mean": 0.25}}
+GOOD_CPU = {"ovs_cores": {"mean": 0.5}, "machine_busy": {"mean": 0.6}, "workers_cores": {"mean": 0.25},
+            "ovs_wait": {"mean": 0.0}, "workers_wait": {"mean": 0.0}}
 GOOD_BUSIEST = {"intf": "e0_0-eth3", "peak_ratio": 1.01}
 
 
@@ -213,18 +214,24 @@ def test_fidelity_faithful():
 def test_fidelity_reasons():
     cal = {"classes": {"host": GOOD_CAL["classes"]["host"],
                        "agg-core": {"ok": False, "measured_mbps": 12.34, "configured_mbps": 20, "ratio": 0.617}}}
-    cpu = {"ovs_cores": {"mean": 0.9}, "machine_busy": {"mean": 0.95}}
+    ovs_wait, w_wait = analysis.MAX_OVS_WAIT + 0.05, analysis.MAX_WORKER_WAIT + 0.05
+    cpu = {"ovs_cores": {"mean": 0.9}, "machine_busy": {"mean": 0.95}, "ovs_wait": {"mean": ovs_wait},
+           "workers_wait": {"mean": w_wait}}
     f = analysis.fidelity(cal, cpu, {"dropped_by_kernel": 17}, {"intf": "e0_0-eth3", "peak_ratio": 1.2})
     assert f["faithful"] is False
     assert f["reasons"] == [
         "calibration of agg-core: 12.3 of 20 Mbit/s (ratio 0.62 outside 0.80-1.05)",
         "capture dropped 17 packets: byte counts are incomplete",
         "ovs-vswitchd used 0.90 cores on average: forwarding was likely CPU-bound",
-        "the machine was 95% busy on average: workers or OVS starved",
+        f"ovs-vswitchd waited for a CPU {ovs_wait:.0%} of the time (limit {analysis.MAX_OVS_WAIT:.0%}): "
+        "forwarding lagged",
+        f"workers waited for a CPU {w_wait:.0%} of the time each (limit {analysis.MAX_WORKER_WAIT:.0%})",
         "busiest link e0_0-eth3 peaked at 1.20x its configured rate",
     ]
     assert all("\n" not in r for r in f["reasons"])
-    assert f["workers_cpu_percent"] is None
+    assert f["workers_cpu_percent"] is None and f["machine_busy_percent"] == 95.0
+    assert f["ovs_cpu_wait_percent"] == round(100 * ovs_wait, 1)
+    assert f["workers_cpu_wait_percent"] == round(100 * w_wait, 1)
 
 
 @pytest.mark.parametrize("cal,cpu,capture,busiest,needle", [
@@ -232,7 +239,8 @@ def test_fidelity_reasons():
      None, None, None, "calibration of level0"),
     (None, None, {"dropped_by_kernel": 1}, None, "capture dropped 1 packets"),
     (None, {"ovs_cores": {"mean": 0.86}}, None, None, "ovs-vswitchd used 0.86 cores"),
-    (None, {"machine_busy": {"mean": 0.91}}, None, None, "91% busy"),
+    (None, {"ovs_wait": {"mean": analysis.MAX_OVS_WAIT + 0.01}}, None, None, "ovs-vswitchd waited for a CPU"),
+    (None, {"workers_wait": {"mean": analysis.MAX_WORKER_WAIT + 0.01}}, None, None, "workers waited for a CPU"),
     (None, None, None, {"intf": "x", "peak_ratio": 1.06}, "busiest link x peaked"),
 ])
 def test_fidelity_each_invariant_alone(cal, cpu, capture, busiest, needle):
@@ -241,7 +249,8 @@ def test_fidelity_each_invariant_alone(cal, cpu, capture, busiest, needle):
 
 
 def test_fidelity_thresholds_are_inclusive():
-    f = analysis.fidelity(None, {"ovs_cores": {"mean": 0.85}, "machine_busy": {"mean": 0.90}}, None,
+    f = analysis.fidelity(None, {"ovs_cores": {"mean": 0.85}, "ovs_wait": {"mean": analysis.MAX_OVS_WAIT},
+                                 "workers_wait": {"mean": analysis.MAX_WORKER_WAIT}}, None,
                           {"intf": "x", "peak_ratio": 1.05})
     assert f["faithful"] is True
 
@@ -326,3 +335,24 @@ def test_calibration_pairs_bcube42():
     # a two-hop pair relays: four host links, both classes, bottleneck the slower one
     links = calibrate.path_links(t, "h00", "h11")
     assert sorted(link.cls for link in links) == ["level0", "level0", "level1", "level1"]
+
+
+# ---- expected bytes per switch port (the same flows along the controller's ECMP choices) ---------
+@pytest.mark.parametrize("spec,algo", [("fattree,k=4", "ps"), ("fattree,k=4", "ring"), ("bcube,n=2,k=2", "ring"),
+                                       ("bcube,n=3,k=2", "bml")])
+def test_expected_port_bytes_agree_with_nic_bytes(spec, algo):
+    t = build(spec)
+    hosts = t.hosts()
+    flows = flows_of(algo, t, hosts)
+    nics = analysis.expected_nic_bytes(t, hosts, flows, syncs=2)
+    ports = analysis.expected_port_bytes(t, hosts, flows, syncs=2)
+    assert set(ports) == {i.name for i in t.intfs.values() if t.nodes[i.node].kind == "switch"}
+    for nic, d in nics.items():  # a NIC's tx is what its switch port receives
+        facing = t.peer(nic).name
+        assert ports[facing] == {"rx": d["tx"], "tx": d["rx"]}
+    for sw in t.switches():  # switches store nothing
+        assert sum(ports[i.name]["rx"] for i in t.node_intfs(sw)) == sum(ports[i.name]["tx"] for i in t.node_intfs(sw))
+    for link in t.links:  # what leaves one end of a link arrives at the other
+        for a, b in ((link.a, link.b), (link.b, link.a)):
+            if a in ports and b in ports:
+                assert ports[a]["tx"] == ports[b]["rx"]

@@ -8,11 +8,11 @@ interfaces or /run/syncbed (someone may be running an emulation right now):
 - `cleanup()` is given fake `ovs_bridges` and `subprocess.run`, so it can only say what it
   would do.
 Speed (the unit tier must stay in seconds on 2 busy cores): every case that gets past the
-cheap checks imports torch (~1.5 s of CPU). Cases that do not, one that does (`--algo
-nope`) and the uid-65534 run are fresh `python -m emulation.cli` processes, started at
-once; the other torch-importing cases are forked from one process that imported torch
-first, each child running the module exactly as `-m` does (runpy, own argv, own exit
-status, stdout and stderr).
+cheap checks imports torch (~1.5 s of CPU). Cases that do not, and the uid-65534 run
+(which passes every check, torch included), are fresh `python -m emulation.cli`
+processes, started at once; the other torch-importing cases are forked from one process
+that imported torch first, each child running the module exactly as `-m` does (runpy,
+own argv, own exit status, stdout and stderr).
 """
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ FRESH, FORKED = "fresh", "forked"
 BAD_INPUT = {
     "bcube_n1": (["run", "--topo", "bcube,n=1,k=2"], r"BCube n=1 is out of range", FORKED),
     "fattree_k3": (["run", "--topo", "fattree,k=3"], r"Fat-Tree k=3 is invalid: k must be an even number", FORKED),
-    "algo_nope": (["run", "--algo", "nope"], r"unknown algorithm 'nope'; valid: bml, gloo, ps, ring", FRESH),
+    "algo_nope": (["run", "--algo", "nope"], r"unknown algorithm 'nope'; valid: bml, gloo, ps, ring", FORKED),
     "bw_0": (["run", "--bw", "0"], r"bw=0(\.0)? Mbit/s is out of range: must be > 0 and <= 1000", FRESH),
     "bw_5000": (["run", "--bw", "5000"], r"bw=5000(\.0)? Mbit/s is out of range", FRESH),
     "workers_9": (["run", "--topo", "bcube,n=2,k=2", "--workers", "9"],
@@ -72,7 +72,7 @@ with Lock(sys.argv[1]):
     sys.stdin.read()  # hold the lock until the test closes our stdin
 """
 
-# Imports torch once, then forks one child per case; the child runs emulation.cli as
+# Imports torch once, then forks one child per case (all at once); each runs emulation.cli as
 # `python -m` does and leaves <name>.out, <name>.err; the parent prints {name: exit code}.
 FORKER = r"""
 import json, os, runpy, sys, traceback
@@ -80,7 +80,7 @@ import torch  # noqa: F401  the slow import every case would repeat
 from workloads.algorithms import base
 base.registry()
 cases, outdir = json.loads(sys.argv[1]), sys.argv[2]
-codes = {}
+pids = {}
 for name, argv in cases.items():
     sys.stdout.flush(); sys.stderr.flush()
     pid = os.fork()
@@ -106,8 +106,8 @@ for name, argv in cases.items():
         finally:
             sys.stdout.flush(); sys.stderr.flush()
             os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    codes[name] = os.waitstatus_to_exitcode(status)
+    pids[name] = pid
+codes = {name: os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for name, pid in pids.items()}
 print(json.dumps(codes))
 """
 

@@ -172,7 +172,8 @@ def test_fattree_frames_reach_their_destination_without_loops(spec):
             end, path = walk(t, tabs, src.name, src.mac, dst.mac)
             assert end == dst.name
             assert path == t.switch_path(src.name, dst.ip)  # what the analysis lays bytes on
-            assert len(path) // 2 == len(t.switches_between(src.name, dst.name)[0])  # a shortest path
+            a, b = t.nodes[src.node].coords, t.nodes[dst.node].coords
+            assert len(path) // 2 == (1 if a[:2] == b[:2] else 3 if a[0] == b[0] else 5)  # shortest
             # a source without its own rules still arrives, on the destination rules alone
             assert walk(t, tabs, src.name, FOREIGN_MAC, dst.mac)[0] == dst.name
             if spec != "fattree,k=6":  # any equal-cost choice at any switch arrives too
