@@ -53,7 +53,7 @@ def cmd_run(args) -> int:
                           seed=args.seed, placement=args.placement,
                           calibrate=False if args.no_calibrate else None,
                           capture=False if args.no_capture else None,
-                          crash=_crash(args.inject_crash))
+                          crash=_crash(args.inject_crash), link_down=_link_down(args.link_down))
         runs = config.validate(cfg)
     except ValueError as e:
         print(f"syncbed: {e}", file=sys.stderr)
@@ -88,6 +88,16 @@ def _crash(spec):
         # ValueError, not SystemExit: cmd_run reports it as bad input (exit 2, one line)
         raise ValueError(f"--inject-crash takes RANK:ITER, e.g. 3:1, got {spec!r}") from None
     return {"rank": r, "iter": i}
+
+
+def _link_down(spec):
+    if not spec:
+        return None
+    intf, _, after = spec.partition("@")
+    try:
+        return {"link": intf, "after_s": float(after or 0)}
+    except ValueError:
+        raise ValueError(f"--link-down takes HOST_NIC@SECONDS, e.g. h00-eth1@2, got {spec!r}") from None
 
 
 def cmd_topo(args) -> int:
@@ -178,6 +188,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-calibrate", action="store_true")
     r.add_argument("--no-capture", action="store_true")
     r.add_argument("--inject-crash", metavar="RANK:ITER", help="fault injection: that rank exits at that iteration")
+    r.add_argument("--link-down", metavar="NIC@SECONDS",
+                   help="fault injection: take the link of that host NIC down that many seconds into each run")
     r.set_defaults(fn=cmd_run)
     t = sub.add_parser("topo", help="describe a topology")
     t.add_argument("spec")

@@ -158,6 +158,16 @@ def validate(cfg: RunConfig) -> list[PlannedRun]:
                                    hosts=tuple(hosts), options=dict(cfg.options.get(a, {})))
             _, plan = base.plan_for(a, ctx)
             runs.append(PlannedRun(len(runs) + 1, topo, a, hosts, workers, servers, plan, model))
+    if cfg.link_down:
+        link = cfg.link_down.get("link") if isinstance(cfg.link_down, dict) else None
+        after = cfg.link_down.get("after_s", 0) if isinstance(cfg.link_down, dict) else None
+        for run in runs:
+            t = run.topology
+            if link not in t.intfs or not t.intfs[link].ip:
+                valid = ", ".join(n.name for n in t.host_nics(t.hosts()[0]))
+                raise ValueError(f"link_down: {link!r} is not a host NIC of {t.name}; e.g. {valid}")
+        if not isinstance(after, (int, float)) or after < 0:
+            raise ValueError(f"link_down: after_s={after!r} must be a number of seconds >= 0")
     if cfg.crash:
         r = cfg.crash.get("rank", -1)
         if not 0 <= r < min(run.workers + run.servers for run in runs):

@@ -26,18 +26,26 @@ def _proc_cpu(pid: int) -> float | None:
 
 def _sched_wait(pid: int) -> float | None:
     """Seconds the process's threads spent runnable but waiting for a CPU."""
-    total, found = 0, False
+    st = _schedstat(pid)
+    return None if st is None else st[1]
+
+
+def _schedstat(pid: int) -> tuple[float, float] | None:
+    """(seconds on a CPU, seconds runnable but waiting) summed over the process's threads."""
+    run, total, found = 0, 0, False
     try:
         tasks = list(Path(f"/proc/{pid}/task").iterdir())
     except (FileNotFoundError, ProcessLookupError):
         return None
     for t in tasks:
         try:
-            total += int((t / "schedstat").read_text().split()[1])
+            f = (t / "schedstat").read_text().split()
+            run += int(f[0])
+            total += int(f[1])
             found = True
         except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
             continue
-    return total / 1e9 if found else None
+    return (run / 1e9, total / 1e9) if found else None
 
 
 def _machine() -> tuple[float, float]:
@@ -85,15 +93,19 @@ class CpuMonitor:
                  "ovs_cores": _rate(cur["ovs"], prev["ovs"], dt),
                  "ovs_wait": _rate(cur["ovs_wait"], prev["ovs_wait"], dt),
                  "workers_cores": (cur["workers"] - prev["workers"]) / dt,
-                 "workers_wait": (cur["workers_wait"] - prev["workers_wait"]) / dt / max(len(self.worker_pids), 1)}
+                 "workers_wait": (cur["workers_wait"] - prev["workers_wait"]) / dt / max(len(self.worker_pids), 1),
+                 # of the CPU time the workers asked for, the share they had to wait for
+                 "workers_starved": _share(cur["workers_wait"] - prev["workers_wait"],
+                                           cur["workers_run"] - prev["workers_run"])}
             self.samples.append(s)
             prev = cur
 
     def _read(self) -> dict:
         busy, total = _machine()
         w = sum(c for c in (_proc_cpu(p) for p in self.worker_pids) if c is not None)
-        ww = sum(c for c in (_sched_wait(p) for p in self.worker_pids) if c is not None)
-        return {"t": time.time(), "busy": busy, "total": total, "workers": w, "workers_wait": ww,
+        st = [x for x in (_schedstat(p) for p in self.worker_pids) if x is not None]
+        return {"t": time.time(), "busy": busy, "total": total, "workers": w,
+                "workers_wait": sum(x[1] for x in st), "workers_run": sum(x[0] for x in st),
                 "ovs": _proc_cpu(self.ovs) if self.ovs else None,
                 "ovs_wait": _sched_wait(self.ovs) if self.ovs else None}
 
@@ -106,7 +118,16 @@ class CpuMonitor:
         return {"samples": len(self.samples), "cores": os.cpu_count(),
                 "machine_busy": stats("machine_busy"), "ovs_cores": stats("ovs_cores"),
                 "ovs_wait": stats("ovs_wait"), "workers_cores": stats("workers_cores"),
-                "workers_wait": stats("workers_wait")}
+                "workers_wait": stats("workers_wait"), "workers_starved": self._overall_starved()}
+
+    def _overall_starved(self) -> dict | None:
+        """Waited / (ran + waited) over the whole run, and its worst interval."""
+        vals = [s["workers_starved"] for s in self.samples if s.get("workers_starved") is not None]
+        return {"mean": sum(vals) / len(vals), "max": max(vals)} if vals else None
+
+
+def _share(wait, run):
+    return wait / (wait + run) if wait + run > 1e-3 else None
 
 
 def _rate(cur, prev, dt):

@@ -53,6 +53,7 @@ class Experiment:
                         "finished": None, "networks": [], "runs": []}
         self.state = State()
         self.active: list = []  # things to stop, last started first
+        self.fault: dict | None = None  # the injected fault, once it fired
 
     # ---- top level ---------------------------------------------------------------------
     def run(self) -> Path:
@@ -173,26 +174,36 @@ class Experiment:
         topo = run.topology
         sw_intfs = [i.name for i in topo.intfs.values() if topo.nodes[i.node].kind == "switch"]
         drops_before = drop_counters(net, topo)
-        capture = Capture(rdir, sw_intfs, self.state, enabled=cfg.capture).start()
-        self.active.append(capture)
         workers = Workers(net, run, job, rdir, self.state, log=self.log)
         self.active.append(workers)
+        capture = Capture(rdir, sw_intfs, self.state, enabled=cfg.capture)
         mon = None
         try:
             workers.start()
+            connect_s = workers.wait_connected(cfg.timeout)
+            # capture and CPU monitor cover the iterations only: start-up (torch imports,
+            # Gloo's connection set-up) stays out of both
+            self.active.append(capture.start())
             mon = CpuMonitor(workers.pids).start()
+            (rdir / "go").touch()
+            meta["connect_seconds"] = round(connect_s, 2)
             workers.wait(cfg.timeout, run.label, on_tick=self._fault_hook(net, run))
             meta.update(status="ok")
         except WorkerFailure as e:
-            meta.update(status="failed", error=str(e))
-            self.log(f"  FAILED: {e}")
+            msg = str(e)
+            if self.fault:
+                msg += (f"; link {self.fault['link_down']} <-> {self.fault['peer']} was taken down "
+                        f"{self.fault['at_s']:.1f} s into the run (fault injection)")
+            meta.update(status="failed", error=msg)
+            self.log(f"  FAILED: {msg}")
         finally:
             if mon:
                 _write_json(rdir / "cpu.json", mon.stop())
             workers.stop()
             self.active.remove(workers)
             cap = capture.stop()
-            self.active.remove(capture)
+            if capture in self.active:
+                self.active.remove(capture)
             try:
                 cap["queue_drops"] = drop_delta(drops_before, drop_counters(net, topo))
             except Exception as e:  # counters are evidence, not a reason to lose the run
@@ -230,8 +241,9 @@ class Experiment:
             if not fired and elapsed >= float(fault.get("after_s", 0)):
                 net.net.configLinkStatus(node_a, node_b, "down")
                 fired.append(elapsed)
+                self.fault = {"link_down": intf, "peer": peer, "at_s": elapsed, "run": run.label}
                 self.log(f"  fault: link {intf} <-> {peer} taken down at {elapsed:.1f} s")
-                (self.out / "faults.json").write_text(json.dumps({"link_down": intf, "peer": peer, "at_s": elapsed}))
+                _write_json(self.out / "faults.json", self.fault)
         return tick
 
 

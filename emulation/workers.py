@@ -33,7 +33,7 @@ def write_job(run, cfg, run_dir: Path, groups: list) -> Path:
         "iters": cfg.iters, "warmup": cfg.warmup, "seed": cfg.seed, "dilation": 1.0,
         "store": str(run_dir / "store"), "log_dir": str(run_dir / "workers"),
         "timeout_s": max(30.0, float(cfg.timeout)), "crash": cfg.crash,
-        "hosts": run.hosts, "dtype_bytes": base.DTYPE_BYTES,
+        "hosts": run.hosts, "dtype_bytes": base.DTYPE_BYTES, "go_file": str(run_dir / "go"),
     }
     path = run_dir / "job.json"
     path.write_text(json.dumps(job, indent=1))
@@ -63,6 +63,26 @@ class Workers:
             self.procs[rank] = p
             self.state.add("pgids", p.pid)
         return self
+
+    def wait_connected(self, timeout: float) -> float:
+        """Wait until every rank has built its Gloo groups (its log says "connected")."""
+        t0 = time.time()
+        while True:
+            ready = sum('"connected"' in (self.dir / f"rank{r}.jsonl").read_text(errors="replace")
+                        for r in self.procs if (self.dir / f"rank{r}.jsonl").exists())
+            if ready == len(self.procs):
+                return time.time() - t0
+            bad = {r: p.poll() for r, p in self.procs.items() if p.poll() not in (None, 0)}
+            if bad:
+                r, c = sorted(bad.items())[0]
+                self.stop()
+                raise WorkerFailure(f"worker rank {r} on {self.run.hosts[r]} exited with code {c} while "
+                                    f"connecting: {self.last_error(r)}")
+            if time.time() - t0 > timeout:
+                self.stop()
+                raise WorkerFailure(f"{len(self.procs) - ready}/{len(self.procs)} workers did not connect "
+                                    f"within {timeout:.0f} s")
+            time.sleep(0.2)
 
     @property
     def pids(self) -> list[int]:

@@ -96,7 +96,10 @@ def run(job: dict, rank: int, nics: list, log: EventLog) -> None:
     crash = job.get("crash") or {}
     is_worker = rank < workers
 
-    comm = Comm(rank, world, job["store"], nics, groups, timeout_s=float(job.get("timeout_s", 120)), sink=log.write)
+    timeout = float(job.get("timeout_s", 120))
+    comm = Comm(rank, world, job["store"], nics, groups, timeout_s=timeout, sink=log.write)
+    log.write({"event": "connected", "t": time.time()})
+    wait_for_go(job.get("go_file"), timeout)
     total = warmup + iters
     for it in range(total):
         if crash and int(crash.get("rank", -1)) == rank and int(crash.get("iter", -1)) == it:
@@ -124,6 +127,18 @@ def run(job: dict, rank: int, nics: list, log: EventLog) -> None:
         if rank == 0:
             print(f"iter {it + 1}/{total} sync {t_done - stream.t_ready:.3f} s", flush=True)
     comm.store_barrier("end")  # nobody closes its connections while a peer still receives from it
+
+
+def wait_for_go(path, timeout: float) -> None:
+    """Wait until the runner creates `path` (its capture is on), so connection set-up stays
+    out of the measurement. No path (localhost tests): go at once."""
+    if not path:
+        return
+    deadline = time.time() + timeout
+    while not os.path.exists(path):
+        if time.time() > deadline:
+            raise TimeoutError(f"the runner did not start the run within {timeout:.0f} s ({path} missing)")
+        time.sleep(0.02)
 
 
 def main(argv=None) -> int:

@@ -157,3 +157,21 @@ def test_second_run_is_refused_while_one_holds_the_lock(tmp_path):
     assert p.returncode == 2
     assert "another syncbed run is active" in p.stderr and "test holder" in p.stderr
     assert len(p.stderr.strip().splitlines()) == 1
+
+
+def test_bml_link_down_ends_within_timeout_naming_the_link(tmp_path):
+    t0 = time.time()
+    p = syncbed("run", "--topo", "bcube,n=2,k=2", "--algo", "bml", "--model", "synthetic,mb=8", "--iters", "30",
+                "--no-calibrate", "--timeout", "40", "--link-down", "h00-eth1@10", "--out", str(tmp_path))
+    elapsed = time.time() - t0
+    assert p.returncode == 1, p.stdout[-1500:] + p.stderr[-1500:]
+    assert "h00-eth1" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    # network start + workers' start-up + the 40 s timeout + analysis and teardown
+    assert elapsed < 150, f"took {elapsed:.0f} s"
+    folder, summary = results(tmp_path)
+    assert summary["status"] == "failed"
+    run = summary["runs"][0]
+    assert run["status"] == "failed" and "h00-eth1" in run["error"]
+    assert json.loads((folder / "faults.json").read_text())["link_down"] == "h00-eth1"
+    # partial results stay: the iterations before the fault were measured and correct
+    assert run["sync_seconds"], "the iterations before the fault are kept"

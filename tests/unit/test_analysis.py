@@ -11,6 +11,21 @@ from emulation import analysis, calibrate, network
 from topologies.spec import build
 from workloads.algorithms import base
 
+
+@pytest.fixture(autouse=True)
+def no_framing(monkeypatch):
+    """Route arithmetic by hand is about data bytes; framing has its own test below."""
+    monkeypatch.setattr(base, "GLOO_FRAMING_BYTES", 0)
+
+
+def test_expected_bytes_add_gloo_framing_per_message(monkeypatch):
+    monkeypatch.setattr(base, "GLOO_FRAMING_BYTES", 100)
+    t = build("bcube,n=2,k=2", bw=20)
+    hosts = t.hosts()
+    out = analysis.expected_nic_bytes(t, hosts, [base.Flow(0, 1, 0, 1000, 3)], syncs=2)
+    assert out["h00-eth0"]["tx"] == 2 * (1000 + 3 * 100)
+    assert out["h01-eth0"]["rx"] == 2 * (1000 + 3 * 100)
+
 pytestmark = pytest.mark.unit
 
 MIB = 2**20

@@ -156,4 +156,4 @@ def test_bad_context_is_one_line_value_error():
 
 def test_merge_flows_sums_per_pair_and_drops_empty():
     flows = [base.Flow(0, 1, 0, 5), base.Flow(0, 1, 0, 7), base.Flow(1, 0, 1, 0), base.Flow(1, 0, 0, 2)]
-    assert base.merge_flows(flows) == [base.Flow(0, 1, 0, 12), base.Flow(1, 0, 0, 2)]
+    assert base.merge_flows(flows) == [base.Flow(0, 1, 0, 12, 2), base.Flow(1, 0, 0, 2, 1)]

@@ -57,7 +57,9 @@ def traffic(plan: dict) -> list[Flow]:
     if n == 1:
         return []
     chunk = chunk_bytes(total, n)
-    return [Flow(r, (r - 1) % n, plan["nic"], 2 * total - chunk[r] - chunk[(r - 1) % n]) for r in range(n)]
+    # one message per segment per step: 2(N-1) steps of S/N segments
+    msgs = 2 * (n - 1) * plan["segments"] // n
+    return [Flow(r, (r - 1) % n, plan["nic"], 2 * total - chunk[r] - chunk[(r - 1) % n], msgs) for r in range(n)]
 
 
 def execute(plan: dict, comm, grads):

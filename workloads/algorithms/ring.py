@@ -60,8 +60,10 @@ def traffic(plan: dict) -> list[Flow]:
     n, order = plan["workers"], plan["order"]
     if n == 1:
         return []
+    segs = [len(_segments(plan, c)) for c in range(n)]
     return [Flow(order[p], order[(p + 1) % n], plan["nic"],
-                 DTYPE_BYTES * (2 * plan["elements"] - _size(plan, p + 1) - _size(plan, p + 2)))
+                 DTYPE_BYTES * (2 * plan["elements"] - _size(plan, p + 1) - _size(plan, p + 2)),
+                 2 * sum(segs) - segs[(p + 1) % n] - segs[(p + 2) % n])
             for p in range(n)]
 
 
