@@ -19,7 +19,7 @@ test-fast: setup  ## unit + parallel only (no root needed)
 
 bench: setup  ## the benchmarks of the closing notes (not timed tests)
 	$(PY) -m emulation.bench_pcap
-	$(PY) -m emulation.cli run experiments/benchmark.yaml
+	$(PY) -m emulation.cli run experiments/default.yaml
 
 clean:
 	$(PY) -m emulation.cli clean

@@ -84,6 +84,7 @@ def sync_times(log_dir: Path, workers: int) -> dict:
     worker_ranks: dict[int, set] = {}  # iter -> worker ranks that logged it (servers excluded)
     errors, correct, done = [], True, 0
     stages = 0
+    training: list = []
     for f in sorted(Path(log_dir).glob("rank*.jsonl")):
         rank = int(f.stem[4:])
         for line in f.read_text(errors="replace").splitlines():
@@ -104,6 +105,8 @@ def sync_times(log_dir: Path, workers: int) -> dict:
                 done += 1
             elif kind == "stage":
                 stages += 1
+            elif kind == "train":
+                training.append((ev["iter"], ev["loss"], ev["accuracy"]))
     sync, iteration = [], []
     jct = None
     if per_iter:
@@ -118,6 +121,8 @@ def sync_times(log_dir: Path, workers: int) -> dict:
     return {"sync_seconds": sync, "iteration_seconds": iteration, "jct_seconds": jct,
             "correct": correct and bool(sync),
             "errors": errors, "ranks_done": done, "stage_events": stages,
+            "training": {"iter": [t[0] for t in sorted(training)], "loss": [t[1] for t in sorted(training)],
+                         "accuracy": [t[2] for t in sorted(training)]} if training else None,
             "complete_iters": sum(len(v) >= workers for v in worker_ranks.values())}
 
 
@@ -252,6 +257,7 @@ def analyze_run(run_dir: Path) -> dict:
         "iters": job["iters"], "warmup": job["warmup"],
         "sync_seconds": times["sync_seconds"], "iteration_seconds": times["iteration_seconds"],
         "jct_seconds": times["jct_seconds"],
+        "training": times["training"],
         "median_sync_seconds": statistics.median(times["sync_seconds"]) if times["sync_seconds"] else None,
         "bound_seconds": bound_seconds(topo, ports_sync),
         "bound_nonblocking_seconds": bound_seconds(topo, per_sync),

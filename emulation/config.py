@@ -51,6 +51,9 @@ class RunConfig:
     crash: dict | None = None  # fault injection: {"rank": r, "iter": i}
     link_down: dict | None = None  # fault injection: {"link": "h00-eth1", "after_s": 2}
     description: str = ""
+    train: bool = False  # real training: LeNet-5 on scikit-learn's digits (model lenet5)
+    lr: float = 0.1
+    batch: int = 32  # per worker, in training mode
 
     def models(self) -> list[str]:
         return [self.model] if isinstance(self.model, str) else list(self.model)
@@ -132,6 +135,8 @@ def validate(cfg: RunConfig) -> list[PlannedRun]:
         base.get(a)
     from workloads import models  # torch import: only once the cheap checks passed
 
+    if cfg.train and (cfg.models() != ["lenet5"] or cfg.size_scale != 1.0):
+        raise ValueError("train: real training runs LeNet-5 on the digits: set model: lenet5 and size_scale: 1")
     if not cfg.models():
         raise ValueError("no model given; valid: " + ", ".join(models.valid_specs()))
     loaded = []

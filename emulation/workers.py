@@ -34,6 +34,7 @@ def write_job(run, cfg, run_dir: Path, groups: list) -> Path:
         "store": str(run_dir / "store"), "log_dir": str(run_dir / "workers"),
         "timeout_s": max(30.0, float(cfg.timeout)), "crash": cfg.crash,
         "hosts": run.hosts, "dtype_bytes": base.DTYPE_BYTES, "go_file": str(run_dir / "go"),
+        "train": bool(cfg.train), "lr": cfg.lr, "batch": cfg.batch,
     }
     path = run_dir / "job.json"
     path.write_text(json.dumps(job, indent=1))

@@ -95,6 +95,13 @@ def run(job: dict, rank: int, nics: list, log: EventLog) -> None:
     warmup, iters = int(job.get("warmup", 0)), int(job["iters"])
     crash = job.get("crash") or {}
     is_worker = rank < workers
+    trainer = None
+    if job.get("train") and is_worker:
+        from workloads.training import DataParallelDigits
+
+        trainer = DataParallelDigits(rank, workers, seed, int(job.get("batch", 32)), float(job.get("lr", 0.1)))
+        if trainer.layer_sizes() != [int(layer[1]) for layer in layers]:
+            raise ValueError("train: the job's layers are not LeNet-5's; training needs model lenet5 unscaled")
 
     timeout = float(job.get("timeout_s", 120))
     comm = Comm(rank, world, job["store"], nics, groups, timeout_s=timeout, sink=log.write)
@@ -106,7 +113,10 @@ def run(job: dict, rank: int, nics: list, log: EventLog) -> None:
             log.write({"event": "error", "message": f"injected crash of rank {rank} at iter {it}", "t": time.time()})
             os._exit(CRASH_EXIT)  # like a killed process: no clean Gloo shutdown
         comm.iteration = it
-        if is_worker:
+        if trainer is not None:
+            values, expected = trainer.gradients(it)
+            stream = GradientStream(layers, values, dilation)
+        elif is_worker:
             values, expected = iteration_data(rank, workers, size, seed, it)
             stream = GradientStream(layers, values, dilation)
         else:
@@ -118,12 +128,20 @@ def run(job: dict, rank: int, nics: list, log: EventLog) -> None:
         stream.wait_all()  # t_ready exists even if an executor never waited for the last layer
         event = {"event": "iter", "iter": it, "warmup": it < warmup, "t_start": stream.t_start,
                  "t_ready": stream.t_ready, "t_done": t_done}
-        if is_worker:
+        if trainer is not None:
+            ok, err = trainer.matches(result, expected)
+            event.update(correct=ok, max_abs_err=err)
+        elif is_worker:
             err = float((result - expected).abs().max()) if size else 0.0
             event.update(correct=err == 0.0, max_abs_err=err)
         else:
             event.update(correct=True, max_abs_err=0.0, server=True)
         log.write(event)
+        if trainer is not None:
+            trainer.apply(result)
+            if rank == 0:
+                loss, acc = trainer.evaluate()
+                log.write({"event": "train", "iter": it, "loss": loss, "accuracy": acc, "t": time.time()})
         if rank == 0:
             print(f"iter {it + 1}/{total} sync {t_done - stream.t_ready:.3f} s", flush=True)
     comm.store_barrier("end")  # nobody closes its connections while a peer still receives from it

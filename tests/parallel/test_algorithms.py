@@ -10,11 +10,9 @@ does and read the JSONL logs.
 import json
 import multiprocessing as mp
 import os
-import queue
 import re
 import subprocess
 import sys
-import time
 import traceback
 from pathlib import Path
 
@@ -24,6 +22,7 @@ import torch
 from workloads.algorithms import base
 from workloads.comm import Comm
 from workloads.gradients import GradientStream
+from tests.parallel.spawn import spawn_ranks
 
 pytestmark = pytest.mark.parallel
 
@@ -94,29 +93,8 @@ def _child(rank, world, workers, servers, store, cases, out):
 
 def _spawn(tmp_path, world, workers, servers, cases):
     """Fork `world` ranks running `cases`; returns {rank: [case result]}."""
-    ctx = mp.get_context("fork")
-    out = ctx.Queue()
-    procs = [ctx.Process(target=_child, args=(r, world, workers, servers, str(tmp_path / "store"), cases, out))
-             for r in range(world)]
-    for p in procs:
-        p.start()
-    results, errors = {}, []
-    try:
-        deadline = time.time() + SPAWN_TIMEOUT_S
-        while len(results) + len(errors) < world:
-            status, rank, payload = out.get(timeout=max(1, deadline - time.time()))
-            (results.__setitem__(rank, payload) if status == "ok" else errors.append(f"rank {rank}:\n{payload}"))
-    except queue.Empty:
-        errors.append(f"timed out after {SPAWN_TIMEOUT_S} s; finished ranks: {sorted(results)}")
-    finally:
-        for p in procs:
-            p.join(timeout=10)
-            if p.is_alive():
-                p.kill()
-                p.join()
-    assert not errors, "\n".join(errors)
-    assert [p.exitcode for p in procs] == [0] * world
-    return results
+    return spawn_ranks(world, _child, lambda r: (r, world, workers, servers, str(tmp_path / "store"), cases),
+                       SPAWN_TIMEOUT_S)
 
 
 def _check_bytes(res):
@@ -303,3 +281,30 @@ def test_worker_rejects_a_bad_job_with_one_error_event(tmp_path):
     assert codes == [1]
     errors = [e for e in _events(job, 0) if e["event"] == "error"]
     assert len(errors) == 1 and "unknown algorithm 'allreduce'; valid: " in errors[0]["message"]
+
+
+@pytest.mark.parametrize("name", ["ring", "ps"])
+def test_worker_trains_lenet5_on_digits_and_converges(tmp_path, name):
+    """Real training mode: every iteration's synchronized gradient equals the sum of all
+    ranks' real LeNet-5 gradients, and the shared model learns the digits."""
+    from workloads import models
+
+    layers = models.load("lenet5").to_list()
+    workers = 3
+    ctx = base.PlanContext(workers, tuple(n for _, n, _ in layers))
+    _, plan = base.plan_for(name, ctx)
+    job = {"algorithm": name, "plan": plan, "groups": [], "workers": workers, "servers": 0, "world": workers,
+           "model": {"spec": "lenet5", "layers": layers}, "iters": 60, "warmup": 0, "seed": 1, "dilation": 0.0,
+           "store": str(tmp_path / "store"), "log_dir": str(tmp_path / "workers"), "timeout_s": 60,
+           "train": True, "lr": 0.1, "batch": 16}
+    path = tmp_path / "job.json"
+    path.write_text(json.dumps(job))
+    codes, outputs = _run_workers(path, workers, timeout=120)
+    assert codes == [0] * workers, [err for _, err in outputs]
+    for rank in range(workers):
+        its = [e for e in _events(job, rank) if e["event"] == "iter"]
+        assert len(its) == 60 and all(e["correct"] for e in its), rank
+    train = [e for e in _events(job, 0) if e["event"] == "train"]
+    assert len(train) == 60
+    assert train[-1]["loss"] < train[0]["loss"]
+    assert train[-1]["accuracy"] > 0.6, train[-1]

@@ -7,12 +7,9 @@ the bytes handed to the switch groups (= traffic(plan)), what the process wrote 
 `python -m workloads.worker` on a BML job, as the runner does, and reads the JSONL logs.
 """
 import json
-import multiprocessing as mp
 import os
-import queue
 import subprocess
 import sys
-import time
 import traceback
 from collections import defaultdict
 from pathlib import Path
@@ -23,6 +20,7 @@ import torch
 from workloads.algorithms import base, bml
 from workloads.comm import Comm
 from workloads.gradients import GradientStream
+from tests.parallel.spawn import spawn_ranks
 
 pytestmark = pytest.mark.parallel
 
@@ -89,29 +87,7 @@ def _child(rank, n, k, store, out):
 
 
 def _spawn(tmp_path, n, k):
-    world = n**k
-    ctx = mp.get_context("fork")
-    out = ctx.Queue()
-    procs = [ctx.Process(target=_child, args=(r, n, k, str(tmp_path / "store"), out)) for r in range(world)]
-    for p in procs:
-        p.start()
-    results, errors = {}, []
-    try:
-        deadline = time.time() + SPAWN_TIMEOUT_S
-        while len(results) + len(errors) < world:
-            status, rank, payload = out.get(timeout=max(1, deadline - time.time()))
-            (results.__setitem__(rank, payload) if status == "ok" else errors.append(f"rank {rank}:\n{payload}"))
-    except queue.Empty:
-        errors.append(f"timed out after {SPAWN_TIMEOUT_S} s; finished ranks: {sorted(results)}")
-    finally:
-        for p in procs:
-            p.join(timeout=10)
-            if p.is_alive():
-                p.kill()
-                p.join()
-    assert not errors, "\n".join(errors)
-    assert [p.exitcode for p in procs] == [0] * world
-    return results
+    return spawn_ranks(n**k, _child, lambda r: (r, n, k, str(tmp_path / "store")), SPAWN_TIMEOUT_S)
 
 
 def _stage_bytes(plan, rank):

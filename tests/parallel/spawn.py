@@ -1,0 +1,37 @@
+"""Fork one process per rank, collect what each reports, fail loudly: the parallel tier's harness.
+
+A child is `target(*make_args(rank), out)` and must put ("ok", rank, result) or
+("error", rank, traceback) on `out`. Every algorithm's localhost test uses this, so a
+new algorithm's test only writes its child.
+"""
+from __future__ import annotations
+
+import multiprocessing as mp
+import queue
+import time
+
+
+def spawn_ranks(world: int, target, make_args, timeout_s: float) -> dict:
+    """Run `world` forked ranks; returns {rank: result}; asserts every rank succeeded."""
+    ctx = mp.get_context("fork")
+    out = ctx.Queue()
+    procs = [ctx.Process(target=target, args=(*make_args(r), out)) for r in range(world)]
+    for p in procs:
+        p.start()
+    results, errors = {}, []
+    try:
+        deadline = time.time() + timeout_s
+        while len(results) + len(errors) < world:
+            status, rank, payload = out.get(timeout=max(1, deadline - time.time()))
+            (results.__setitem__(rank, payload) if status == "ok" else errors.append(f"rank {rank}:\n{payload}"))
+    except queue.Empty:
+        errors.append(f"timed out after {timeout_s} s; finished ranks: {sorted(results)}")
+    finally:
+        for p in procs:
+            p.join(timeout=10)
+            if p.is_alive():
+                p.kill()
+                p.join()
+    assert not errors, "\n".join(errors)
+    assert [p.exitcode for p in procs] == [0] * world
+    return results
