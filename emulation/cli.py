@@ -50,7 +50,7 @@ def cmd_run(args) -> int:
         cfg = config.load(args.experiment, name=args.name, topologies=args.topo, algorithms=args.algo,
                           workers=args.workers, servers=args.servers, model=args.model, bw=args.bw,
                           iters=args.iters, warmup=args.warmup, out=args.out, timeout=args.timeout,
-                          seed=args.seed, placement=args.placement,
+                          seed=args.seed, placement=args.placement, ecmp=args.ecmp,
                           calibrate=False if args.no_calibrate else None,
                           capture=False if args.no_capture else None,
                           crash=_crash(args.inject_crash), link_down=_link_down(args.link_down))
@@ -184,6 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=int)
     r.add_argument("--timeout", type=float, help="seconds per run")
     r.add_argument("--placement", help="ordered | spread")
+    r.add_argument("--ecmp", help="hash (per-pair, collisions like real ECMP) | two-level (Al-Fares, balanced)")
     r.add_argument("--out", help="results folder (default results/)")
     r.add_argument("--no-calibrate", action="store_true")
     r.add_argument("--no-capture", action="store_true")

@@ -38,6 +38,7 @@ class RunConfig:
     size_scale: float = 1.0  # gradient sizes / size_scale (time dilation)
     real_link_mbps: float | None = None  # the real setting the run stands for (sets dilation)
     bw: float = 20.0  # Mbit/s on every link class not in link_bw
+    ecmp: str = "hash"  # Fat-Tree uplink choice: per-pair hash, or Al-Fares two-level (balanced)
     link_bw: dict = field(default_factory=dict)
     iters: int = 5
     warmup: int = 1
@@ -147,7 +148,7 @@ def validate(cfg: RunConfig) -> list[PlannedRun]:
         loaded.append(m)
     runs = []
     for (spec, algos), model in ((x, m) for m in loaded for x in cfg.matrix()):
-        topo = topo_spec.build(spec, bw=cfg.bw, link_bw=cfg.link_bw or None)
+        topo = topo_spec.build(spec, bw=cfg.bw, link_bw=cfg.link_bw or None, ecmp=cfg.ecmp)
         all_hosts = topo.hosts()
         for a in algos:
             servers = cfg.servers if base.get(a).uses_servers else 0

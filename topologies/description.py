@@ -138,13 +138,20 @@ class Topology:
     def ecmp_port(self, switch: str, src_ip: str, dst_ip: str) -> int:
         """The one port this switch uses for packets from src_ip to dst_ip.
 
-        ECMP over all shortest paths, hashed per (switch, source, destination) with BLAKE2b
+        params["ecmp"] == "hash" (default): ECMP over all shortest paths, hashed per
+        (switch, source, destination) with BLAKE2b
         (deterministic, like a switch's hash; collisions included). Not CRC32: it is linear,
         and its low bits were the same for every pair of these regular addresses. The controller
         installs exactly these choices, so the analysis can follow every packet."""
         ports = self.switch_ports_to(switch, dst_ip)
         if len(ports) <= 1:
             return ports[0] if ports else 0
+        if self.params.get("ecmp") == "two-level":
+            # Al-Fares' two-level tables: the uplink is chosen by the destination's host id
+            # (last address byte) shifted by the switch's index, so destinations spread
+            # evenly over the uplinks and all-to-all traffic meets a non-blocking network.
+            host_id = int(dst_ip.rsplit(".", 1)[1])
+            return ports[(host_id + self.nodes[switch].coords[1]) % len(ports)]
         h = hashlib.blake2b(f"{switch}|{src_ip}|{dst_ip}".encode(), digest_size=8).digest()
         return ports[int.from_bytes(h, "big") % len(ports)]
 

@@ -32,12 +32,18 @@ def parse(spec: str) -> tuple[str, dict]:
     return kind, params
 
 
-def build(spec: str, bw: float = 20.0, link_bw: dict | None = None) -> Topology:
+ECMP_METHODS = ("hash", "two-level")
+
+
+def build(spec: str, bw: float = 20.0, link_bw: dict | None = None, ecmp: str = "hash") -> Topology:
     check_bw(bw, "bw")
     for cls, v in (link_bw or {}).items():
         check_bw(v, f"link_bw[{cls}]")
+    if ecmp not in ECMP_METHODS:
+        raise ValueError(f"ecmp {ecmp!r} is unknown; valid: {', '.join(ECMP_METHODS)}")
     kind, params = parse(spec)
     topo = BUILDERS[kind][0](bw=bw, link_bw=link_bw, **params)
+    topo.params["ecmp"] = ecmp
     unknown = set(link_bw or {}) - set(topo.link_classes())
     if unknown:
         raise ValueError(f"unknown link class {sorted(unknown)} for {topo.name}; "

@@ -211,3 +211,27 @@ def test_bcube_frames_follow_host_hops(spec):
                     assert end == rx and len(path) == 2
                     assert path == t.switch_path(tx, t.intfs[rx].ip)
                 assert t.intfs[hops[-1][1]].node == o
+
+
+def test_two_level_ecmp_makes_all_to_all_meet_the_nonblocking_bound():
+    """Al-Fares' two-level spreading: PS (all-to-all) loads no link more than a host link;
+    the per-pair hash collides (as real ECMP does) and loads some core links more."""
+    from emulation.analysis import bound_seconds, expected_nic_bytes, expected_port_bytes
+    from workloads.algorithms import base as algos
+
+    algo, plan = algos.plan_for("ps", algos.PlanContext(workers=16, layer_sizes=(1 << 20,)))
+    flows = algo.traffic(plan)
+    bounds = {}
+    for ecmp in ("hash", "two-level"):
+        t = build("fattree,k=4", bw=20, ecmp=ecmp)
+        hosts = t.hosts()
+        bounds[ecmp] = (bound_seconds(t, expected_port_bytes(t, hosts, flows)),
+                        bound_seconds(t, expected_nic_bytes(t, hosts, flows)))
+    routed, nonblocking = bounds["two-level"]
+    assert routed == pytest.approx(nonblocking)
+    assert bounds["hash"][0] > 1.2 * bounds["hash"][1]
+
+
+def test_unknown_ecmp_method_is_rejected_with_the_valid_ones():
+    with pytest.raises(ValueError, match=r"ecmp 'random' is unknown; valid: hash, two-level"):
+        build("fattree,k=4", ecmp="random")

@@ -45,7 +45,7 @@ def ip_to_server(ip: str) -> tuple[int, int]:
 @pytest.mark.parametrize("n,k", BCUBES)
 def test_bcube_closed_form_counts(n, k):
     t = bc(n, k)
-    assert t.kind == "bcube" and t.name == f"bcube({n},{k})" and t.params == {"n": n, "k": k}
+    assert t.kind == "bcube" and t.name == f"bcube({n},{k})" and t.params == {"n": n, "k": k, "ecmp": "hash"}
     assert len(t.hosts()) == n**k
     assert len(t.switches()) == k * n ** (k - 1)
     assert len(t.links) == n**k * k
