@@ -205,9 +205,10 @@ def _check_numbers(cfg: RunConfig) -> None:
         topo_spec.check_bw(v, f"link_bw[{cls}]")
     for name, lo in (("iters", 1), ("warmup", 0), ("servers", 0), ("mtu", 576)):
         v = getattr(cfg, name)
-        if not isinstance(v, int) or v < lo:
+        if isinstance(v, bool) or not isinstance(v, int) or v < lo:
             raise ValueError(f"{name}={v!r} is invalid: must be an integer >= {lo}")
-    if cfg.workers is not None and (not isinstance(cfg.workers, int) or cfg.workers < 1):
+    if cfg.workers is not None and (isinstance(cfg.workers, bool) or not isinstance(cfg.workers, int)
+                                    or cfg.workers < 1):
         raise ValueError(f"workers={cfg.workers!r} is invalid: must be an integer >= 1")
     if cfg.real_link_mbps is not None and (not isinstance(cfg.real_link_mbps, (int, float)) or cfg.real_link_mbps <= 0):
         raise ValueError(f"real_link_mbps={cfg.real_link_mbps!r} is invalid: must be a number > 0")

@@ -18,7 +18,9 @@ import subprocess
 import time
 from pathlib import Path
 
-STATE_DIR = Path(os.environ.get("SYNCBED_STATE_DIR", "/run/syncbed"))
+def state_dir() -> Path:
+    """Where the lock and the state live; SYNCBED_STATE_DIR moves them (tests), read per call."""
+    return Path(os.environ.get("SYNCBED_STATE_DIR", "/run/syncbed"))
 
 
 class LockedError(RuntimeError):
@@ -28,11 +30,11 @@ class LockedError(RuntimeError):
 class Lock:
     def __init__(self, what: str):
         self.what = what
-        self.path = STATE_DIR / "lock"
+        self.path = state_dir() / "lock"
         self.fd = None
 
     def __enter__(self):
-        STATE_DIR.mkdir(parents=True, exist_ok=True)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -58,7 +60,7 @@ class State:
     """Append-only record of what this run created; persisted after every change."""
 
     def __init__(self, path: Path | None = None):
-        self.path = Path(path or STATE_DIR / "state.json")
+        self.path = Path(path or state_dir() / "state.json")
         self.data = {"pids": [], "pgids": [], "bridges": [], "intfs": []}
 
     def add(self, key: str, *values):

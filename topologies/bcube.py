@@ -106,8 +106,8 @@ def build(n: int, k: int, bw: float, link_bw: dict | None = None) -> Topology:
                 if hop == d and lv == m:
                     continue  # on the connected level-m subnet, one switch away
                 # src: a connection to a level-m address speaks from our level-m address
-                # (Gloo does not bind the source when it connects), so the return path
-                # is the mirror of this one and not another level's relay path
+                # (Gloo does not bind the source when it connects), so replies are
+                # addressed on level m too, not to the NIC this hop leaves from
                 routes.append(Route(f"{server_ip(d, m)}/32", server_ip(hop, lv), f"{host}-eth{lv}",
                                     server_ip(i, m)))
         t.routes[host] = routes

@@ -17,8 +17,8 @@ with `traffic(plan)`.
 """
 from __future__ import annotations
 
-import datetime
 import os
+import threading
 from datetime import timedelta
 from typing import Callable, Iterable
 
@@ -32,7 +32,7 @@ from workloads.algorithms.base import GroupSpec
 def _gloo_group(store, rank: int, size: int, interface: str, timeout_s: float) -> ProcessGroupGloo:
     opts = ProcessGroupGloo._Options()
     opts._devices = [ProcessGroupGloo.create_device(interface=interface)]
-    opts._timeout = datetime.timedelta(seconds=timeout_s)
+    opts._timeout = timedelta(seconds=timeout_s)
     return ProcessGroupGloo(store, rank, size, opts)
 
 
@@ -58,6 +58,7 @@ class Comm:
         self.iteration: int | None = None  # set by the worker, stamped on recorded events
         self.sent: dict[tuple[int, int], int] = {}  # (dst, nic) -> payload bytes passed to send
         self.messages: dict[tuple[int, int], int] = {}  # (dst, nic) -> number of sends
+        self._lock = threading.Lock()  # executors may send and record from several threads
         self._nic_pgs = [_gloo_group(dist.PrefixStore(f"nic{l}", self.store), rank, world, name,
                                      self.timeout_s) for l, name in enumerate(nics)]
         self._groups: dict[str, tuple[ProcessGroupGloo, tuple]] = {}
@@ -92,9 +93,14 @@ class Comm:
     def send(self, tensor: torch.Tensor, dst: int, nic: int = 0, tag: int = 0):
         """Start sending a contiguous tensor to global rank `dst` on NIC `nic`; returns Work."""
         self._check_peer(dst)
-        self.sent[(dst, nic)] = self.sent.get((dst, nic), 0) + tensor.numel() * tensor.element_size()
-        self.messages[(dst, nic)] = self.messages.get((dst, nic), 0) + 1
+        self.count(dst, nic, tensor.numel() * tensor.element_size())
         return self.nic(nic).send([tensor], dst, tag)
+
+    def count(self, dst: int, nic: int, nbytes: int) -> None:
+        """Account one send of `nbytes` to `dst` on `nic` (thread-safe; for sends made on a group)."""
+        with self._lock:
+            self.sent[(dst, nic)] = self.sent.get((dst, nic), 0) + nbytes
+            self.messages[(dst, nic)] = self.messages.get((dst, nic), 0) + 1
 
     def recv(self, tensor: torch.Tensor, src: int, nic: int = 0, tag: int = 0):
         """Start receiving into a contiguous tensor from global rank `src` on NIC `nic`; returns Work."""
@@ -126,7 +132,8 @@ class Comm:
         if self.iteration is not None or "iter" in event:
             out["iter"] = event.pop("iter", self.iteration)
         out.update(event)
-        if self.sink is None:
-            self.events.append(out)
-        else:
-            self.sink(out)
+        with self._lock:
+            if self.sink is None:
+                self.events.append(out)
+            else:
+                self.sink(out)

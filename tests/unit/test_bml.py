@@ -309,6 +309,10 @@ class _FakeComm:
             raise ValueError(f"rank {self.rank} is not in a group {gid!r}; its groups: (none)")
         return self._groups[gid]
 
+    def count(self, dst, nic, nbytes):  # as workloads.comm.Comm.count
+        self.sent[(dst, nic)] = self.sent.get((dst, nic), 0) + nbytes
+        self.messages[(dst, nic)] = self.messages.get((dst, nic), 0) + 1
+
     def record(self, **event):
         self.events.append(event)
 

@@ -246,7 +246,6 @@ def test_run_as_non_root_is_refused(cli):
 def state_dir(tmp_path, monkeypatch):
     d = tmp_path / "state"
     monkeypatch.setenv("SYNCBED_STATE_DIR", str(d))
-    monkeypatch.setattr(state, "STATE_DIR", d)  # read at import; the env var is for subprocesses
     return d
 
 

@@ -214,17 +214,11 @@ def groups(plan: dict) -> list[GroupSpec]:
 
 
 # --- executor ----------------------------------------------------------------------------
-_COUNT_LOCK = threading.Lock()
-_RECORD_LOCK = threading.Lock()  # the worker's sink writes a file: one event line at a time
-
-
 def _send(comm, pg, dst: int, digit_of_dst: int, tensor, nic: int, tag: int):
     # Comm.send only speaks the per-NIC groups over all ranks; the switch group is ours, so
-    # keep Comm's payload counters ourselves (under a lock: k trees send at once).
-    with _COUNT_LOCK:
-        if hasattr(comm, "sent"):
-            comm.sent[(dst, nic)] = comm.sent.get((dst, nic), 0) + tensor.numel() * tensor.element_size()
-            comm.messages[(dst, nic)] = comm.messages.get((dst, nic), 0) + 1
+    # account the send in Comm's counters (thread-safe: k trees send at once).
+    if hasattr(comm, "count"):
+        comm.count(dst, nic, tensor.numel() * tensor.element_size())
     return pg.send([tensor], digit_of_dst, tag)
 
 
@@ -272,9 +266,8 @@ def _tree(plan: dict, comm, flat: torch.Tensor, p: int, switch: dict) -> None:
                 total += parts[d]
             flat[start:end] = total
         t1 = time.time()
-        with _RECORD_LOCK:
-            comm.record(event="stage", tree=p, stage=g, step=st["step"], nic=level, phase=st["phase"],
-                        t0=t0, t1=t1, bytes=sent)
+        comm.record(event="stage", tree=p, stage=g, step=st["step"], nic=level, phase=st["phase"],
+                    t0=t0, t1=t1, bytes=sent)
 
 
 def execute(plan: dict, comm, grads):
