@@ -15,8 +15,11 @@ from mininet.topo import Topo
 
 try:
     from topologies.spec import build as _build
-except ImportError:  # loaded by `mn --custom` without the package on sys.path
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+except ImportError:  # `mn --custom` execs this file with neither __file__ nor the repo on sys.path
+    import inspect
+
+    _here = os.path.abspath(inspect.currentframe().f_code.co_filename)
+    sys.path.insert(0, os.path.dirname(os.path.dirname(_here)))
     from topologies.spec import build as _build
 
 
