@@ -31,6 +31,9 @@ def bml_claims(runs: list) -> list[dict]:
                "sync_ratio": _ratio(b.get("median_sync_seconds"), p.get("median_sync_seconds")),
                "sync_ratio_claim": 1 / k,
                "bound_ratio": _ratio(b.get("bound_seconds"), p.get("bound_nonblocking_seconds")),
+               # how close each ran to its own bound (BML: its routes; PS: a non-blocking Fat-Tree)
+               "bml_over_bound": _ratio(b.get("median_sync_seconds"), b.get("bound_seconds")),
+               "ps_over_bound": _ratio(p.get("median_sync_seconds"), p.get("bound_nonblocking_seconds")),
                # PS on the Fat-Tree: its busiest link under the ECMP hash against host links only
                "ps_collision_factor": _ratio(p.get("bound_seconds"), p.get("bound_nonblocking_seconds")),
                "switches_bcube": b.get("switches_total"), "switches_fattree": p.get("switches_total"),
