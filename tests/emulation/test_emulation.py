@@ -175,3 +175,22 @@ def test_bml_link_down_ends_within_timeout_naming_the_link(tmp_path):
     assert json.loads((folder / "faults.json").read_text())["link_down"] == "h00-eth1"
     # partial results stay: the iterations before the fault were measured and correct
     assert run["sync_seconds"], "the iterations before the fault are kept"
+
+
+def test_ps_on_dedicated_servers_matches_its_closed_form(tmp_path):
+    """PS on S dedicated hosts: each worker pushes and pulls M, each server moves NM/S each way."""
+    p = syncbed("run", "--topo", "fattree,k=4", "--algo", "ps", "--workers", "8", "--servers", "2",
+                "--model", "synthetic,mb=1", "--iters", "1", "--no-calibrate", "--out", str(tmp_path))
+    assert p.returncode == 0, p.stderr[-2000:]
+    _, summary = results(tmp_path)
+    run = summary["runs"][0]
+    check_run(run)
+    assert run["workers"] == 8 and run["servers"] == 2
+    syncs = run["iters"] + run["warmup"]
+    m = run["gradient_bytes"]
+    expected = run["payload_bytes_expected"]
+    servers = [f"{h}-eth0" for h in run["hosts"][8:]]
+    for nic in servers:  # data only: framing is a few hundred bytes per MiB
+        assert abs(expected[nic]["rx"] / syncs - 8 * m / 2) / (8 * m / 2) < 0.01
+    for nic in (f"{h}-eth0" for h in run["hosts"][:8]):
+        assert abs(expected[nic]["tx"] / syncs - m) / m < 0.01
