@@ -146,9 +146,11 @@ def validate(cfg: RunConfig) -> list[PlannedRun]:
         if cfg.size_scale != 1.0 or cfg.time_dilation() != 1.0:
             m = models.scaled(m, cfg.size_scale, cfg.time_dilation())
         loaded.append(m)
+    topos = {spec: topo_spec.build(spec, bw=cfg.bw, link_bw=cfg.link_bw or None, ecmp=cfg.ecmp)
+             for spec, _ in cfg.matrix()}
     runs = []
     for (spec, algos), model in ((x, m) for m in loaded for x in cfg.matrix()):
-        topo = topo_spec.build(spec, bw=cfg.bw, link_bw=cfg.link_bw or None, ecmp=cfg.ecmp)
+        topo = topos[spec]
         all_hosts = topo.hosts()
         for a in algos:
             servers = cfg.servers if base.get(a).uses_servers else 0

@@ -35,3 +35,12 @@ def spawn_ranks(world: int, target, make_args, timeout_s: float) -> dict:
     assert not errors, "\n".join(errors)
     assert [p.exitcode for p in procs] == [0] * world
     return results
+
+
+def written_bytes() -> int | None:
+    """Bytes this process has written to files and sockets (`wchar` of /proc/self/io)."""
+    try:
+        with open("/proc/self/io") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("wchar"))
+    except (OSError, StopIteration):
+        return None

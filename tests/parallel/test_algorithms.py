@@ -22,7 +22,7 @@ import torch
 from workloads.algorithms import base
 from workloads.comm import Comm
 from workloads.gradients import GradientStream
-from tests.parallel.spawn import spawn_ranks
+from tests.parallel.spawn import spawn_ranks, written_bytes
 
 pytestmark = pytest.mark.parallel
 
@@ -37,14 +37,6 @@ def _layers(size):
     cut = [size // 7, size // 2] if size >= 3 else []
     bounds = [0, *cut, size]
     return [(f"l{i}", b - a, 0.0) for i, (a, b) in enumerate(zip(bounds, bounds[1:])) if b > a]
-
-
-def _wchar():
-    try:
-        with open("/proc/self/io") as f:
-            return next(int(line.split()[1]) for line in f if line.startswith("wchar"))
-    except (OSError, StopIteration):
-        return None
 
 
 def _run_case(comm, name, workers, servers, size, reference_pg):
@@ -62,10 +54,10 @@ def _run_case(comm, name, workers, servers, size, reference_pg):
         grads, reference = torch.zeros(size), None
     stream = GradientStream(layers, grads, dilation=0.0)
     comm.barrier()
-    sent, messages, wchar = dict(comm.sent), dict(comm.messages), _wchar()
+    sent, messages, wchar = dict(comm.sent), dict(comm.messages), written_bytes()
     stream.start()
     out = algo.execute(plan, comm, stream)
-    wrote = _wchar() - wchar if wchar is not None else None
+    wrote = written_bytes() - wchar if wchar is not None else None
     return {
         "name": name, "size": size, "rank": comm.rank,
         "close": bool(torch.allclose(out, reference, rtol=1e-5, atol=1e-5)) if is_worker else True,

@@ -20,7 +20,7 @@ import torch
 from workloads.algorithms import base, bml
 from workloads.comm import Comm
 from workloads.gradients import GradientStream
-from tests.parallel.spawn import spawn_ranks
+from tests.parallel.spawn import spawn_ranks, written_bytes
 
 pytestmark = pytest.mark.parallel
 
@@ -41,14 +41,6 @@ def _ctx(n, k, size):
     return base.PlanContext(n**k, tuple(m for _, m, _ in _layers(size)), nics=k, options={"n": n, "k": k})
 
 
-def _wchar():
-    try:
-        with open("/proc/self/io") as f:
-            return next(int(line.split()[1]) for line in f if line.startswith("wchar"))
-    except (OSError, StopIteration):
-        return None
-
-
 def _run_case(comm, n, k, size):
     algo, plan = base.plan_for("bml", _ctx(n, k, size))
     g = torch.Generator().manual_seed(size * 1000 + comm.rank)
@@ -57,10 +49,10 @@ def _run_case(comm, n, k, size):
     comm.nic(0).allreduce([reference]).wait()
     stream = GradientStream(_layers(size), grads, dilation=0.0)
     comm.barrier()
-    sent, messages, wchar, events = dict(comm.sent), dict(comm.messages), _wchar(), len(comm.events)
+    sent, messages, wchar, events = dict(comm.sent), dict(comm.messages), written_bytes(), len(comm.events)
     stream.start()
     out = algo.execute(plan, comm, stream)
-    wrote = _wchar() - wchar if wchar is not None else None
+    wrote = written_bytes() - wchar if wchar is not None else None
     return {
         "size": size, "rank": comm.rank,
         "close": bool(torch.allclose(out, reference, rtol=1e-5, atol=1e-5)),
