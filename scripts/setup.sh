@@ -41,20 +41,24 @@ net.core.wmem_max = 16777216
 net.core.rmem_default = 16777216
 net.core.rmem_max = 16777216
 SYSCTL
-sysctl -q -p /etc/sysctl.d/60-syncbed.conf
-sndbuf=$(ss -0 -m -p -n 2>/dev/null | grep ovs-vswitchd | grep -o 'tb[0-9]*' | head -1 | tr -d tb)
-if [ -n "$sndbuf" ] && [ "$sndbuf" -lt 16777216 ] && [ -z "$(ovs-vsctl --timeout=3 list-br 2>/dev/null)" ]; then
-  log "restarting Open vSwitch so its packet socket gets the larger send buffer"
-  /usr/share/openvswitch/scripts/ovs-ctl restart --system-id=random 2>&1 | grep -v ulimit || true
-fi
+sysctl -q -p /etc/sysctl.d/60-syncbed.conf \
+  || log "warning: could not apply /etc/sysctl.d/60-syncbed.conf; syncbed run will refuse to start"
 
 # 3. Open vSwitch: no systemd here, so start it with ovs-ctl when it is not running.
+#    A fresh machine has none running; one started before the sysctl above is
+#    restarted (only when it has no bridges) so its packet socket gets 16 MiB.
 if ! ovs-vsctl --timeout=3 show >/dev/null 2>&1; then
   log "starting Open vSwitch"
   /usr/share/openvswitch/scripts/ovs-ctl start --system-id=random 2>&1 | grep -v ulimit || true
   ovs-vsctl --timeout=10 show >/dev/null
 else
-  log "Open vSwitch running"
+  sndbuf=$(ss -0 -m -p -n 2>/dev/null | grep ovs-vswitchd | grep -o 'tb[0-9]*' | head -1 | tr -d tb || true)
+  if [ -n "$sndbuf" ] && [ "$sndbuf" -lt 16777216 ] && [ -z "$(ovs-vsctl --timeout=3 list-br 2>/dev/null || true)" ]; then
+    log "restarting Open vSwitch so its packet socket gets the larger send buffer"
+    /usr/share/openvswitch/scripts/ovs-ctl restart --system-id=random 2>&1 | grep -v ulimit || true
+  else
+    log "Open vSwitch running"
+  fi
 fi
 
 # 4. The venv, from Debian's python3 so that Mininet (a Debian package) imports.
