@@ -143,7 +143,8 @@ def run(job: dict, rank: int, nics: list, log: EventLog) -> None:
                 loss, acc = trainer.evaluate()
                 log.write({"event": "train", "iter": it, "loss": loss, "accuracy": acc, "t": time.time()})
         if rank == 0:
-            print(f"iter {it + 1}/{total} sync {t_done - stream.t_ready:.3f} s", flush=True)
+            # progress only: the run's sync time is over all ranks (emulation/analysis.py)
+            print(f"iter {it + 1}/{total} rank 0 synced in {t_done - stream.t_ready:.3f} s", flush=True)
     comm.store_barrier("end")  # nobody closes its connections while a peer still receives from it
 
 

@@ -181,7 +181,7 @@ def test_comm_nics_groups_and_events(tmp_path):
 # --- the worker process, as the runner starts it --------------------------------------------
 
 LAYERS = [["conv", 3001, 0.004], ["fc", 20000, 0.01], ["out", 17, 0.002]]
-PROGRESS = re.compile(r"^iter (\d+)/(\d+) sync \d+\.\d{3} s$")
+PROGRESS = re.compile(r"^iter (\d+)/(\d+) rank 0 synced in \d+\.\d{3} s$")
 
 
 def _job(tmp_path, name, workers, servers=0, iters=3, warmup=1, crash=None, timeout_s=30):
