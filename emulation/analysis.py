@@ -13,6 +13,8 @@ calibration.json, cpu.json, workers/*.jsonl), so `syncbed analyze DIR` redoes it
   schedule can beat it on this routing (ECMP collisions included). The non-blocking
   bound uses host links only: on a non-blocking network it is the algorithm's bandwidth
   term, e.g. 2(N-1)M/(NB) for ring.
+- Fluid: the algorithm's steps shared max-min fairly on the same routes (emulation/fluid.py);
+  at least the bound, and equal to it where the step structure costs nothing.
 - Sync time of an iteration: max over ranks of t_done - max over ranks of t_ready.
 """
 from __future__ import annotations
@@ -21,6 +23,7 @@ import json
 import statistics
 from pathlib import Path
 
+from emulation import fluid
 from topologies.description import Topology
 from workloads.algorithms import base
 
@@ -32,17 +35,12 @@ MAX_WORKER_WAIT = 0.50  # the same, mean per worker (summed over its threads)
 
 
 # ---- pure parts -------------------------------------------------------------------
-def flow_payload(f) -> int:
-    """TCP payload of a flow: its data plus Gloo's framing per message."""
-    return f.bytes + f.messages * base.GLOO_FRAMING_BYTES
-
-
 def expected_nic_bytes(topo: Topology, hosts: list, flows: list, syncs: int = 1) -> dict:
     """host NIC -> {"tx", "rx"} payload bytes of `syncs` syncs, laid onto the routes."""
     out = {n.name: {"tx": 0, "rx": 0} for h in hosts for n in topo.host_nics(h)}
     for f in flows:
         dst_ip = topo.host_nics(hosts[f.dst])[f.nic].ip
-        b = flow_payload(f) * syncs
+        b = f.payload * syncs
         for tx, rx in topo.host_hops(hosts[f.src], dst_ip):
             out.setdefault(tx, {"tx": 0, "rx": 0})["tx"] += b
             out.setdefault(rx, {"tx": 0, "rx": 0})["rx"] += b
@@ -57,8 +55,8 @@ def expected_port_bytes(topo: Topology, hosts: list, flows: list, syncs: int = 1
         for tx, rx in topo.host_hops(hosts[f.src], dst_ip):
             path = topo.switch_path(tx, topo.intfs[rx].ip)
             for ingress, egress in zip(path[::2], path[1::2]):
-                out[ingress]["rx"] += flow_payload(f) * syncs
-                out[egress]["tx"] += flow_payload(f) * syncs
+                out[ingress]["rx"] += f.payload * syncs
+                out[egress]["tx"] += f.payload * syncs
     return out
 
 
@@ -261,6 +259,7 @@ def analyze_run(run_dir: Path) -> dict:
         "median_sync_seconds": statistics.median(times["sync_seconds"]) if times["sync_seconds"] else None,
         "bound_seconds": bound_seconds(topo, ports_sync),
         "bound_nonblocking_seconds": bound_seconds(topo, per_sync),
+        "fluid_seconds": fluid.fluid_seconds(topo, hosts, algo.steps(job["plan"])),
         "payload_bytes_expected": expected,
         "framing_bytes_per_sync": sum(f.messages for f in flows) * base.GLOO_FRAMING_BYTES,
         "data_bytes_per_sync": sum(f.bytes for f in flows),

@@ -3,8 +3,10 @@
 An algorithm is a module in `workloads/algorithms/` that defines `ALGORITHM =
 Algorithm(...)`. It has two halves (STYLE.md: plan in pure functions, execute elsewhere):
 - pure: `validate(ctx)`, `plan(ctx) -> dict` (JSON-able), `traffic(plan) -> [Flow]`
-  (payload bytes of one sync, the closed form the captures are checked against) and
-  `groups(plan) -> [GroupSpec]` (extra process groups the executor needs);
+  (payload bytes of one sync, the closed form the captures are checked against),
+  `groups(plan) -> [GroupSpec]` (extra process groups the executor needs) and, optionally,
+  `phases(plan) -> [[Flow]]` (the same traffic cut into steps that run one after another,
+  for the flow-level bound in emulation/fluid.py; absent = one step, all flows at once);
 - executor: `execute(plan, comm, grads) -> torch.Tensor`, run inside the worker, which
   only carries out the plan with Gloo calls through `comm` (workloads/comm.py).
 
@@ -61,6 +63,11 @@ class Flow:
     bytes: int
     messages: int = 1  # Gloo send operations carrying those bytes (each adds framing)
 
+    @property
+    def payload(self) -> int:
+        """TCP payload on the wire: the data plus Gloo's framing per message."""
+        return self.bytes + self.messages * GLOO_FRAMING_BYTES
+
 
 @dataclass(frozen=True)
 class GroupSpec:
@@ -82,6 +89,11 @@ class Algorithm:
     groups: Callable[[dict], list] = lambda plan: []
     topologies: tuple = ()  # topology kinds it runs on; () = any
     uses_servers: bool = False  # accepts ctx.servers > 0
+    phases: Callable[[dict], list] | None = None  # [[Flow]] in order; None: [traffic(plan)]
+
+    def steps(self, plan: dict) -> list:
+        """The sync's traffic as consecutive steps of concurrent flows."""
+        return self.phases(plan) if self.phases else [self.traffic(plan)]
 
 
 def check_context(algo: Algorithm, ctx: PlanContext) -> None:

@@ -201,6 +201,14 @@ def traffic(plan: dict) -> list[Flow]:
                        for _, _, _, level, src, dst, start, end in messages(plan))
 
 
+def phases(plan: dict) -> list[list[Flow]]:
+    """Stage g of every tree at once (the trees run in parallel on different NICs), g = 0..2k-1."""
+    stages: dict[int, list] = {}
+    for _, g, _, level, src, dst, start, end in messages(plan):
+        stages.setdefault(g, []).append(Flow(src, dst, level, DTYPE_BYTES * (end - start)))
+    return [merge_flows(stages[g]) for g in sorted(stages)]
+
+
 def groups(plan: dict) -> list[GroupSpec]:
     """One group per BCube switch: its n servers in digit order (group rank = digit), on NIC l."""
     n, k, N = plan["n"], plan["k"], plan["workers"]
@@ -300,5 +308,5 @@ ALGORITHM = Algorithm(
     name="bml",
     summary="BML on BCube(n,k): k sync trees, k aggregation + k broadcast stages, one NIC per tree per stage",
     plan=plan, traffic=traffic, execute=execute, validate=validate, groups=groups,
-    topologies=("bcube",),
+    topologies=("bcube",), phases=phases,
 )

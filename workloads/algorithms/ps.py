@@ -60,6 +60,13 @@ def traffic(plan: dict) -> list[Flow]:
                        for _, src, dst, (start, end) in _phases(plan))
 
 
+def phases(plan: dict) -> list[list[Flow]]:
+    """Push, then pull: an owner sends its reduced shard only after every push reached it."""
+    return [merge_flows(Flow(src, dst, plan["nic"], DTYPE_BYTES * (end - start))
+                        for phase, src, dst, (start, end) in _phases(plan) if phase == name)
+            for name in ("push", "pull")]
+
+
 def _wait(works) -> None:
     for work in works:
         work.wait()
@@ -118,5 +125,5 @@ def execute(plan: dict, comm, grads):
 ALGORITHM = Algorithm(
     name="ps",
     summary="sharded parameter server: co-located on all workers (servers=0) or on S dedicated ranks",
-    plan=plan, traffic=traffic, execute=execute, validate=validate, uses_servers=True,
+    plan=plan, traffic=traffic, execute=execute, validate=validate, uses_servers=True, phases=phases,
 )
