@@ -195,18 +195,17 @@ def messages(plan: dict):
                     yield p, g, st["phase"], st["level"], src, dst, start, end
 
 
-def traffic(plan: dict) -> list[Flow]:
-    """Payload bytes per (src, dst, NIC = level) of one sync; empty blocks send nothing."""
-    return merge_flows(Flow(src, dst, level, DTYPE_BYTES * (end - start))
-                       for _, _, _, level, src, dst, start, end in messages(plan))
-
-
 def phases(plan: dict) -> list[list[Flow]]:
     """Stage g of every tree at once (the trees run in parallel on different NICs), g = 0..2k-1."""
     stages: dict[int, list] = {}
     for _, g, _, level, src, dst, start, end in messages(plan):
         stages.setdefault(g, []).append(Flow(src, dst, level, DTYPE_BYTES * (end - start)))
     return [merge_flows(stages[g]) for g in sorted(stages)]
+
+
+def traffic(plan: dict) -> list[Flow]:
+    """Payload bytes per (src, dst, NIC = level) of one sync; empty blocks send nothing."""
+    return merge_flows(f for stage in phases(plan) for f in stage)
 
 
 def groups(plan: dict) -> list[GroupSpec]:

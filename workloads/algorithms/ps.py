@@ -55,16 +55,16 @@ def _phases(plan: dict):
                 yield "pull", owner, w, (start, end)
 
 
-def traffic(plan: dict) -> list[Flow]:
-    return merge_flows(Flow(src, dst, plan["nic"], DTYPE_BYTES * (end - start))
-                       for _, src, dst, (start, end) in _phases(plan))
-
-
 def phases(plan: dict) -> list[list[Flow]]:
     """Push, then pull: an owner sends its reduced shard only after every push reached it."""
     return [merge_flows(Flow(src, dst, plan["nic"], DTYPE_BYTES * (end - start))
                         for phase, src, dst, (start, end) in _phases(plan) if phase == name)
             for name in ("push", "pull")]
+
+
+def traffic(plan: dict) -> list[Flow]:
+    """Payload bytes per (src, dst) of one sync: both steps together."""
+    return merge_flows(f for step in phases(plan) for f in step)
 
 
 def _wait(works) -> None:
