@@ -40,19 +40,14 @@ def plan(ctx) -> dict:
 
 def _phases(plan: dict):
     """(phase, src, dst, (start, end)) of every message of one sync, push first."""
-    workers = range(plan["workers"])
-    for owner, (start, end) in zip(plan["owners"], plan["shards"]):
-        if end == start:
-            continue
-        for w in workers:
-            if w != owner:
-                yield "push", w, owner, (start, end)
-    for owner, (start, end) in zip(plan["owners"], plan["shards"]):
-        if end == start:
-            continue
-        for w in workers:
-            if w != owner:
-                yield "pull", owner, w, (start, end)
+    for phase in ("push", "pull"):
+        for owner, (start, end) in zip(plan["owners"], plan["shards"]):
+            if end == start:
+                continue
+            for w in range(plan["workers"]):
+                if w != owner:
+                    src, dst = (w, owner) if phase == "push" else (owner, w)
+                    yield phase, src, dst, (start, end)
 
 
 def phases(plan: dict) -> list[list[Flow]]:
