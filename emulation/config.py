@@ -11,6 +11,9 @@ An experiment is a list of topologies, each with the algorithms to run on it:
     algorithms: [gloo, ring, ps]
 or, per topology:
     topologies: {"bcube,n=3,k=2": [bml, ps], "fattree,k=4": [ps]}
+An algorithm is a spec with options, `topk,density=0.01` (workloads/algorithms/base.py,
+`parse_algos`); the same algorithm may appear twice with other options. `options:
+{name: {key: value}}` gives defaults for every spec of that name; a spec's own win.
 """
 from __future__ import annotations
 
@@ -70,10 +73,14 @@ class RunConfig:
             return float(self.real_link_mbps) / (self.size_scale * self.bw)
         return float(self.dilation)
 
-    def matrix(self) -> list[tuple[str, list[str]]]:
+    def matrix(self) -> list[tuple[str, list[tuple[str, dict]]]]:
+        """[(topology spec, [(algorithm name, raw options), ...])]; options of `options:` under a spec's own."""
         if isinstance(self.topologies, dict):
-            return [(t, list(a)) for t, a in self.topologies.items()]
-        return [(t, list(self.algorithms)) for t in self.topologies]
+            pairs = [(t, list(a) if isinstance(a, (list, tuple)) else [a]) for t, a in self.topologies.items()]
+        else:
+            pairs = [(t, list(self.algorithms)) for t in self.topologies]
+        return [(t, [(name, {**dict(self.options.get(name) or {}), **opts}) for name, opts in base.parse_algos(a)]
+                     if a else []) for t, a in pairs]
 
 
 def load(path: str | Path | None = None, **overrides) -> RunConfig:
@@ -98,8 +105,8 @@ def load(path: str | Path | None = None, **overrides) -> RunConfig:
     cfg = RunConfig(**data)
     if isinstance(cfg.topologies, str):
         cfg.topologies = [cfg.topologies]
-    if isinstance(cfg.algorithms, str):
-        cfg.algorithms = [a.strip() for a in cfg.algorithms.split(",")]
+    if isinstance(cfg.algorithms, str):  # "ring,ps" or "topk,density=0.01": one spec each
+        cfg.algorithms = [base.spec_of(n, o) for n, o in base.parse_algos(cfg.algorithms)]
     return cfg
 
 
@@ -109,16 +116,29 @@ class PlannedRun:
 
     index: int
     topology: object  # Topology
-    algorithm: str
+    algorithm: str  # registered name
     hosts: list  # rank -> host name (workers first, then servers)
     workers: int
     servers: int
     plan: dict
     model: object  # workloads.models.Model (after scaling)
+    spec: str = ""  # the algorithm with its options, canonical (`topk,density=0.01`)
+    options: dict = field(default_factory=dict)  # the raw options the spec gave
 
     @property
     def label(self) -> str:
-        return f"{self.topology.name} {self.algorithm} {self.model.spec}"
+        return f"{self.topology.name} {self.spec or self.algorithm} {self.model.spec}"
+
+    def context(self):
+        """The planner's input for this run (the runner re-plans with measured inputs)."""
+        from workloads.algorithms import base as _base  # noqa: PLC0415
+
+        all_hosts = self.topology.hosts()
+        return _base.PlanContext(workers=self.workers, servers=self.servers,
+                                 layer_sizes=tuple(self.model.layer_sizes), layers=tuple(
+                                     (l.name, l.numel, l.backward_s) for l in self.model.layers),
+                                 nics=len(self.topology.host_nics(all_hosts[0])), topology=self.topology,
+                                 hosts=tuple(self.hosts), options=dict(self.options))
 
 
 def validate(cfg: RunConfig) -> list[PlannedRun]:
@@ -130,8 +150,6 @@ def validate(cfg: RunConfig) -> list[PlannedRun]:
         topo_spec.parse(spec)
         if not algos:
             raise ValueError(f"no algorithm given for topology {spec}")
-        for a in algos:
-            base.get(a)
     for a in cfg.options:
         base.get(a)
     from workloads import models  # torch import: only once the cheap checks passed
@@ -152,7 +170,7 @@ def validate(cfg: RunConfig) -> list[PlannedRun]:
     for (spec, algos), model in ((x, m) for m in loaded for x in cfg.matrix()):
         topo = topos[spec]
         all_hosts = topo.hosts()
-        for a in algos:
+        for a, raw in algos:
             servers = cfg.servers if base.get(a).uses_servers else 0
             workers = cfg.workers if cfg.workers is not None else len(all_hosts) - servers
             if workers < 1:
@@ -161,11 +179,10 @@ def validate(cfg: RunConfig) -> list[PlannedRun]:
                 raise ValueError(f"{workers} workers + {servers} servers do not fit on {topo.name}, "
                                  f"which has {len(all_hosts)} hosts")
             hosts = place(topo, workers + servers, cfg.placement)
-            ctx = base.PlanContext(workers=workers, servers=servers, layer_sizes=tuple(model.layer_sizes),
-                                   nics=len(topo.host_nics(all_hosts[0])), topology=topo,
-                                   hosts=tuple(hosts), options=dict(cfg.options.get(a, {})))
-            _, plan = base.plan_for(a, ctx)
-            runs.append(PlannedRun(len(runs) + 1, topo, a, hosts, workers, servers, plan, model))
+            run = PlannedRun(len(runs) + 1, topo, a, hosts, workers, servers, {}, model,
+                             spec=base.spec_of(a, raw), options=raw)
+            _, run.plan = base.plan_for(a, run.context())
+            runs.append(run)
     if cfg.link_down:
         link = cfg.link_down.get("link") if isinstance(cfg.link_down, dict) else None
         after = cfg.link_down.get("after_s", 0) if isinstance(cfg.link_down, dict) else None

@@ -10,7 +10,8 @@ NIC, under `PrefixStore(f"g:{id}")`; only member ranks build it (group rank = in
 `spec.ranks`). torch 2.13 needs no default group for any of this.
 
 Executors only see this object: `send`/`recv` by global rank on a NIC (they return Gloo
-`Work`; post the pairs, then wait), `group(id)`, `barrier()`, and `record(**event)` for
+`Work`; post the pairs, then wait), `send_var`/`recv_var` for messages whose size only the
+sender knows (a size header, then the data), `group(id)`, `barrier()`, and `record(**event)` for
 timeline events that the worker writes into the rank's JSONL log. `sent` and `messages` count
 the payload bytes and sends handed to `send` per (dst, nic); the parallel tests compare them
 with `traffic(plan)`.
@@ -106,6 +107,30 @@ class Comm:
         """Start receiving into a contiguous tensor from global rank `src` on NIC `nic`; returns Work."""
         self._check_peer(src)
         return self.nic(nic).recv([tensor], src, tag)
+
+    # --- variable-size messages ---------------------------------------------------------
+    # A header (one int64: the element count) on `tag`, then the data on `tag + VAR_DATA_TAG`
+    # (distinct slots, so the two never match each other's receive); an empty message sends
+    # the header alone. Both go through `send`, so both are counted and framed like any message.
+    VAR_DATA_TAG = 1 << 20
+    HEADER_BYTES = 8
+
+    def send_var(self, tensor: torch.Tensor, dst: int, nic: int = 0, tag: int = 0) -> list:
+        """Start sending a 1-D contiguous tensor of any length to `dst`; returns the Works."""
+        header = torch.tensor([tensor.numel()], dtype=torch.int64)
+        works = [self.send(header, dst, nic, tag)]
+        if tensor.numel():
+            works.append(self.send(tensor, dst, nic, tag + self.VAR_DATA_TAG))
+        return works
+
+    def recv_var(self, src: int, dtype: torch.dtype, nic: int = 0, tag: int = 0) -> torch.Tensor:
+        """Receive what `send_var` sent (blocking): the header, then a tensor of that length."""
+        header = torch.zeros(1, dtype=torch.int64)
+        self.recv(header, src, nic, tag).wait()
+        out = torch.empty(int(header[0]), dtype=dtype)
+        if out.numel():
+            self.recv(out, src, nic, tag + self.VAR_DATA_TAG).wait()
+        return out
 
     def _check_peer(self, peer: int) -> None:
         if not 0 <= peer < self.world or peer == self.rank:

@@ -62,6 +62,78 @@ def iteration_data(rank: int, workers: int, size: int, seed: int, iteration: int
     return values, expected
 
 
+SPARSITY_KEYS = ("block", "zero_blocks", "zero_entries")
+
+
+def check_sparsity(sparsity) -> dict | None:
+    """Validate the synthetic-sparsity option: {block: elements >= 1, zero_blocks: fraction of
+    blocks all zero, zero_entries: fraction of the remaining entries zero}, or None (dense)."""
+    if not sparsity:
+        return None
+    if not isinstance(sparsity, dict) or set(sparsity) - set(SPARSITY_KEYS):
+        raise ValueError(f"sparsity must be a mapping with keys {', '.join(SPARSITY_KEYS)}, got {sparsity!r}")
+    block = sparsity.get("block", 256)
+    if isinstance(block, bool) or not isinstance(block, int) or block < 1:
+        raise ValueError(f"sparsity block={block!r} must be an integer >= 1 (elements)")
+    out = {"block": block}
+    for key in ("zero_blocks", "zero_entries"):
+        v = sparsity.get(key, 0.0)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < 1:
+            raise ValueError(f"sparsity {key}={v!r} must be a fraction in [0, 1)")
+        out[key] = float(v)
+    return out
+
+
+def sparse_mask(rank: int, size: int, seed: int, iteration: int, sparsity: dict) -> torch.Tensor:
+    """Worker `rank`'s keep-mask at iteration `iteration`: whole blocks zero with probability
+    zero_blocks, then single entries with probability zero_entries; seeded by (seed, i, rank)
+    so workers differ (the union of their non-zero blocks is what a PS sends back)."""
+    g = _generator(seed * 1_000_003 + 7919 * (rank + 1), iteration)
+    block = sparsity["block"]
+    blocks = -(-size // block)
+    keep_block = torch.rand(blocks, generator=g) >= sparsity["zero_blocks"]
+    mask = keep_block.repeat_interleave(block)[:size]
+    if sparsity["zero_entries"]:
+        mask &= torch.rand(size, generator=g) >= sparsity["zero_entries"]
+    return mask
+
+
+class SyntheticGradients:
+    """Every worker's synthetic gradient of an iteration, dense or with zero blocks.
+
+    Dense: the closed form above (no other worker's gradient is needed for the sum).
+    Sparse: worker r's dense gradient times its own seeded mask; the values stay small
+    integers, so the sum (or any reference built from these inputs) is exact in any order."""
+
+    def __init__(self, workers: int, size: int, seed: int, sparsity: dict | None = None):
+        self.workers, self.size, self.seed = workers, size, seed
+        self.sparsity = check_sparsity(sparsity)
+
+    @property
+    def sparse(self) -> bool:
+        return self.sparsity is not None
+
+    def all_workers(self, iteration: int) -> list:
+        a, b = components(self.size, self.seed, iteration)
+        out = []
+        for r in range(self.workers):
+            x = a + b * (r + 1)
+            if self.sparsity:
+                x *= sparse_mask(r, self.size, self.seed, iteration, self.sparsity)
+            out.append(x)
+        return out
+
+    def mine_and_sum(self, rank: int, iteration: int):
+        """(worker `rank`'s gradient, the dense sum) without building the others (dense only)."""
+        if self.sparsity:
+            inputs = self.all_workers(iteration)
+            total = inputs[0].clone()
+            for x in inputs[1:]:
+                total += x
+            return inputs[rank], total
+        return iteration_data(rank, self.workers, self.size, self.seed, iteration)
+
+
 def as_flat(grads) -> torch.Tensor:
     """The complete flat gradient of `grads`: a GradientStream (waits for all layers) or a tensor."""
     if isinstance(grads, torch.Tensor):

@@ -29,6 +29,10 @@ class DataParallelDigits:
         grads = [t.gradients(iteration) for t in self.replicas]
         return grads[self.rank].clone(), torch.stack(grads).sum(0)
 
+    def all_gradients(self, iteration: int) -> list:
+        """Every worker's gradient of one iteration, rank order (the inputs of any oracle)."""
+        return [t.gradients(iteration) for t in self.replicas]
+
     def apply(self, synchronized_sum: torch.Tensor) -> None:
         for t in self.replicas:
             t.apply(synchronized_sum, self.workers, self.lr)

@@ -4,10 +4,14 @@ Started by the runner inside a Mininet host (or on localhost by the parallel tes
 `lo`), it only carries out what job.json says (docs/ARCHITECTURE.md, "Worker job file"):
 builds the rank's process groups (`workloads.comm.Comm`), then for each of warmup + iters
 iterations: barrier (through the shared store, not the network), backward (`GradientStream` over the synthetic gradient),
-`algorithm.execute(plan, comm, stream)`, and a check of the result against the local oracle
-(`workloads.gradients`). Everything it observes goes to `log_dir/rank<R>.jsonl`: `start`,
-one `iter` per iteration, executors' `stage` events, then `done` or one `error`. Rank 0
-prints `iter I/N sync S.SSS s` per iteration.
+`algorithm.execute(plan, comm, stream, state)` with one `SyncState` for the whole run, and a
+check of the result against the algorithm's oracle: the dense sum computed locally
+(`workloads.gradients`), or the algorithm's own `reference` over every worker's gradient,
+which every rank rebuilds from the seed. Everything it observes goes to
+`log_dir/rank<R>.jsonl`: `start`, one `iter` per iteration (with the bytes and messages it
+handed to `Comm.send` in that iteration, per peer and NIC, and what the executor put in
+`state.observed`), executors' `stage` events, then `done` or one `error`. Rank 0 prints
+`iter I/N rank 0 synced in S.SSS s` per iteration.
 
 Exit codes: 0 when every iteration ran (a wrong sum is reported in the log, not here),
 3 for the injected crash (`"crash": {"rank", "iter"}`, fault injection for tests), 1 on
@@ -80,7 +84,7 @@ def run(job: dict, rank: int, nics: list, log: EventLog) -> None:
 
     from workloads.algorithms import base
     from workloads.comm import Comm
-    from workloads.gradients import GradientStream, iteration_data
+    from workloads.gradients import GradientStream, SyntheticGradients
 
     torch.set_num_threads(1)  # 2 cores host every worker and OVS: one compute thread each
     workers, world = int(job["workers"]), int(job["world"])
@@ -91,6 +95,7 @@ def run(job: dict, rank: int, nics: list, log: EventLog) -> None:
     groups = [base.GroupSpec(g["id"], tuple(g["ranks"]), int(g.get("nic", 0))) for g in job.get("groups", [])]
     layers = job_layers(job)
     size = sum(int(layer[1]) for layer in layers)
+    base.check_plan(plan, world, size)
     seed, dilation = int(job.get("seed", 0)), float(job.get("dilation", 1.0))
     warmup, iters = int(job.get("warmup", 0)), int(job["iters"])
     crash = job.get("crash") or {}
@@ -103,6 +108,10 @@ def run(job: dict, rank: int, nics: list, log: EventLog) -> None:
         if trainer.layer_sizes() != [int(layer[1]) for layer in layers]:
             raise ValueError("train: the job's layers are not LeNet-5's; training needs model lenet5 unscaled")
 
+    synthetic = SyntheticGradients(workers, size, seed, job.get("sparsity"))
+    state = base.SyncState(rank=rank, workers=workers, world=world)
+    reference = algo.reference
+    ref_memory: dict = {}  # the oracle's own state across iterations (e.g. every rank's residual)
     timeout = float(job.get("timeout_s", 120))
     comm = Comm(rank, world, job["store"], nics, groups, timeout_s=timeout, sink=log.write)
     log.write({"event": "connected", "t": time.time()})
@@ -113,21 +122,36 @@ def run(job: dict, rank: int, nics: list, log: EventLog) -> None:
             log.write({"event": "error", "message": f"injected crash of rank {rank} at iter {it}", "t": time.time()})
             os._exit(CRASH_EXIT)  # like a killed process: no clean Gloo shutdown
         comm.iteration = it
-        if trainer is not None:
-            values, expected = trainer.gradients(it)
-            stream = GradientStream(layers, values, dilation)
-        elif is_worker:
-            values, expected = iteration_data(rank, workers, size, seed, it)
+        state.begin(it)
+        if is_worker:
+            if trainer is not None:
+                inputs = trainer.all_gradients(it)
+            elif reference is not None or synthetic.sparse:
+                inputs = synthetic.all_workers(it)
+            else:
+                inputs = None  # the dense closed form needs nobody else's gradient
+            if inputs is not None:
+                values = inputs[rank].clone()
+                expected = (reference or base.dense_reference)(plan, inputs, ref_memory)
+            else:
+                values, expected = synthetic.mine_and_sum(rank, it)
             stream = GradientStream(layers, values, dilation)
         else:
             expected, stream = None, GradientStream(layers, None, 0.0)
+        sent_before, msgs_before = dict(comm.sent), dict(comm.messages)
         comm.store_barrier(f"iter{it}")
         stream.start()
-        result = algo.execute(plan, comm, stream)
+        result = algo.execute(plan, comm, stream, state)
         t_done = time.time()
         stream.wait_all()  # t_ready exists even if an executor never waited for the last layer
         event = {"event": "iter", "iter": it, "warmup": it < warmup, "t_start": stream.t_start,
-                 "t_ready": stream.t_ready, "t_done": t_done}
+                 "t_ready": stream.t_ready, "t_done": t_done,
+                 "sent": [[dst, nic, b - sent_before.get((dst, nic), 0),
+                           comm.messages[(dst, nic)] - msgs_before.get((dst, nic), 0)]
+                          for (dst, nic), b in sorted(comm.sent.items())
+                          if b != sent_before.get((dst, nic), 0)]}
+        if state.observed:
+            event["observed"] = state.observed
         if trainer is not None:
             ok, err = trainer.matches(result, expected)
             event.update(correct=ok, max_abs_err=err)

@@ -359,7 +359,7 @@ def test_executor_without_switch_groups_says_how_to_build_them():
         algo.execute(plan, _FakeComm(0, 4, [], _Mailbox()), torch.zeros(100))
 
 
-def test_executor_rejects_a_plan_for_another_size():
-    algo, plan = make(2, 2, 100)
+def test_a_plan_for_another_size_is_refused_before_executing():
+    _, plan = make(2, 2, 100)
     with pytest.raises(ValueError, match="bml plan is for 4 ranks and 100 elements, got 4 ranks and 99"):
-        algo.execute(plan, _FakeComm(0, 4, algo.groups(plan), _Mailbox()), torch.zeros(99))
+        base.check_plan(plan, 4, 99)

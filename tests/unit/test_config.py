@@ -37,10 +37,14 @@ def one_line_error(fn, *args, match=None, **kw):
 
 
 # ---- load ------------------------------------------------------------------------------
+def _names(matrix):
+    return [(t, [name for name, _ in algos]) for t, algos in matrix]
+
+
 def test_defaults_without_file():
     c = config.load()
     assert c.name == "experiment" and c.algorithms == ["gloo", "ring", "ps"]
-    assert c.matrix() == [("fattree,k=4", ["gloo", "ring", "ps"]), ("bcube,n=4,k=2", ["gloo", "ring", "ps"])]
+    assert _names(c.matrix()) == [("fattree,k=4", ["gloo", "ring", "ps"]), ("bcube,n=4,k=2", ["gloo", "ring", "ps"])]
 
 
 def test_load_yaml_and_overrides(tmp_path):
@@ -200,8 +204,31 @@ def test_spread_placement_reaches_the_plan():
 
 def test_matrix_forms():
     c = cfg(topologies={"bcube,n=3,k=2": ["bml", "ps"], "fattree,k=4": ("ps",)}, algorithms=["ring"])
-    assert c.matrix() == [("bcube,n=3,k=2", ["bml", "ps"]), ("fattree,k=4", ["ps"])]
+    assert _names(c.matrix()) == [("bcube,n=3,k=2", ["bml", "ps"]), ("fattree,k=4", ["ps"])]
     c = cfg(topologies=["bcube,n=3,k=2", "fattree,k=4"], algorithms="gloo,ring")
-    assert c.matrix() == [("bcube,n=3,k=2", ["gloo", "ring"]), ("fattree,k=4", ["gloo", "ring"])]
+    assert _names(c.matrix()) == [("bcube,n=3,k=2", ["gloo", "ring"]), ("fattree,k=4", ["gloo", "ring"])]
     c = cfg(topologies="fattree,k=2", algorithms=["ps"])
-    assert c.matrix() == [("fattree,k=2", ["ps"])]
+    assert _names(c.matrix()) == [("fattree,k=2", ["ps"])]
+
+
+def test_algorithm_specs_carry_options_and_may_repeat():
+    c = config.load(topologies=["fattree,k=4"], algorithms=["ring,segment_elements=1024", "ring", "gloo,ps"])
+    assert c.matrix() == [("fattree,k=4", [("ring", {"segment_elements": "1024"}), ("ring", {}), ("gloo", {}),
+                                           ("ps", {})])]
+    runs = config.validate(config.load(topologies=["fattree,k=4"], workers=4, model="synthetic,mb=1",
+                                       algorithms=["ring,segment_elements=1024", "ring"]))
+    assert [r.spec for r in runs] == ["ring,segment_elements=1024", "ring"]
+    assert [r.plan["segment_elements"] for r in runs] == [1024, 16384]
+    assert "ring,segment_elements=1024" in runs[0].label
+
+
+@pytest.mark.parametrize("algos,pattern", [
+    (["ring,segments=3"], r"ring: unknown option\(s\) segments; valid: order, segment_elements"),
+    (["ring,segment_elements=0"], r"ring: option segment_elements=.0. is invalid \(must be >= 1\)"),
+    (["ring,segment_elements"], r"unknown algorithm 'segment_elements'"),
+    (["ring,=3"], r"option '=3' is not key=value"),
+])
+def test_bad_algorithm_specs_are_one_line(algos, pattern):
+    with pytest.raises(ValueError, match=pattern) as err:
+        config.validate(config.load(topologies=["fattree,k=4"], workers=4, model="synthetic,mb=1", algorithms=algos))
+    assert "\n" not in str(err.value)

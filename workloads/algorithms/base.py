@@ -2,24 +2,45 @@
 
 An algorithm is a module in `workloads/algorithms/` that defines `ALGORITHM =
 Algorithm(...)`. It has two halves (STYLE.md: plan in pure functions, execute elsewhere):
-- pure: `validate(ctx)`, `plan(ctx) -> dict` (JSON-able), `traffic(plan) -> [Flow]`
-  (payload bytes of one sync, the closed form the captures are checked against),
-  `groups(plan) -> [GroupSpec]` (extra process groups the executor needs) and, optionally,
-  `phases(plan) -> [[Flow]]` (the same traffic cut into steps that run one after another,
-  for the flow-level bound in emulation/fluid.py; absent = one step, all flows at once);
-- executor: `execute(plan, comm, grads) -> torch.Tensor`, run inside the worker, which
-  only carries out the plan with Gloo calls through `comm` (workloads/comm.py).
+- pure: `options` (the knobs it reads, typed, with defaults: `Option`), `validate(ctx)`,
+  `plan(ctx) -> dict` (JSON-able), `traffic(plan) -> [Flow]` (payload bytes of one sync,
+  the closed form the captures are checked against), `groups(plan) -> [GroupSpec]` (extra
+  process groups the executor needs) and, optionally, `phases(plan) -> [[Flow]]` (the same
+  traffic cut into steps that run one after another, for the flow-level bound in
+  emulation/fluid.py; absent = one step, all flows at once);
+- executor: `execute(plan, comm, grads, state) -> torch.Tensor`, run inside the worker,
+  which only carries out the plan with Gloo calls through `comm` (workloads/comm.py).
+  `state` (`SyncState`) is made once per rank and run and handed to every call: the
+  iteration number and whatever the algorithm keeps across iterations (residuals).
+- optional oracle: `reference(plan, inputs, memory) -> Tensor`, the exact result every
+  worker must hold, computed from every worker's gradient (`inputs`, rank order) with
+  `memory` kept across iterations. None: the dense sum (a plain all-reduce).
+- `data_dependent`: the bytes of an iteration depend on the gradients (sparsification);
+  the expected bytes then come from what the ranks handed to `Comm` in that iteration
+  (logged per iteration), not from `traffic(plan)`, which stays the plan's estimate.
+- `needs`: measured inputs the planner reads (`"link"`: the all-reduce cost model a, b;
+  `"backward"`: per-layer backward times). Planning happens once with provisional values
+  to validate the input, and again once the measurement exists; job.json keeps the plan
+  actually used.
 
 Ranks 0..workers-1 hold gradients; ranks workers..world-1 (if any) are dedicated
 servers (PS on S hosts) that hold none. Every rank calls `execute`; a worker gets the
-element-wise sum over workers back, which must equal a plain all-reduce.
+element-wise sum over workers back (or the algorithm's own reference result).
+
+Algorithm specs: `name[,key=value...]` (`topk,density=0.01`); `parse_algos` reads a list
+of them where a comma-separated token without `=` starts the next algorithm, so the old
+`ring,ps` still means two algorithms. `spec_of(name, options)` is the canonical string
+recorded in summaries, reports and run folder names.
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import pkgutil
 from dataclasses import dataclass, field
 from typing import Any, Callable
+
+from workloads.specs import parse_spec
 
 DTYPE_BYTES = 4  # float32 gradients everywhere
 # TCP payload Gloo adds per point-to-point message (its preamble and the receiver's
@@ -38,7 +59,9 @@ class PlanContext:
     nics: int = 1  # NICs per host the algorithm may use (BCube: k)
     topology: Any = None  # topologies.description.Topology or None (localhost tests)
     hosts: tuple = ()  # rank -> host name, when a topology is given
-    options: dict = field(default_factory=dict)  # algorithm-specific knobs
+    options: dict = field(default_factory=dict)  # algorithm-specific knobs (typed after check_context)
+    layers: tuple = ()  # ((name, numel, backward_s), ...) forward order, as the run produces them
+    link: Any = None  # workloads.linkmodel.LinkModel (measured or given) for planners that need one
 
     @property
     def world(self) -> int:
@@ -79,25 +102,102 @@ class GroupSpec:
 
 
 @dataclass(frozen=True)
+class Option:
+    """One knob of an algorithm: its default, a converter from the spec's string (or a YAML
+    value) that raises ValueError, and what is valid (shown in errors and `syncbed algos`)."""
+
+    default: Any
+    convert: Callable[[Any], Any]
+    valid: str
+
+    def parse(self, algo: str, key: str, value):
+        try:
+            return self.convert(value)
+        except (TypeError, ValueError) as e:
+            detail = f" ({e})" if str(e) else ""
+            raise ValueError(f"{algo}: option {key}={value!r} is invalid{detail}; valid: {key} {self.valid}") \
+                from None
+
+
+def number(lo: float | None = None, hi: float | None = None, *, integer: bool = False,
+           lo_open: bool = False) -> Callable[[Any], Any]:
+    """A converter for numeric options: bounds checked, bools refused."""
+    def convert(value):
+        if isinstance(value, bool):
+            raise ValueError("a number is needed")
+        v = int(value) if integer and float(value) == int(float(value)) else float(value)
+        if integer and not isinstance(v, int):
+            raise ValueError("an integer is needed")
+        if lo is not None and (v < lo or (lo_open and v == lo)):
+            raise ValueError(f"must be {'>' if lo_open else '>='} {lo}")
+        if hi is not None and v > hi:
+            raise ValueError(f"must be <= {hi}")
+        return v
+    return convert
+
+
+@dataclass
+class SyncState:
+    """One rank's state across the iterations of a run (PyTorch's PowerSGDState in spirit).
+
+    Made once by the worker and handed to every `execute`; fields grouped by role:
+    - who: `rank`, `workers` (ranks holding gradients), `world`;
+    - when: `iteration`, set by the worker before each call (no side channel);
+    - memory: what the algorithm keeps from one iteration to the next (error-feedback
+      residuals, a block-size history), by name, owned by the algorithm;
+    - observed: what this iteration measured and wants logged (cleared each iteration,
+      written into the rank's `iter` event under "observed").
+    """
+
+    rank: int
+    workers: int
+    world: int
+    iteration: int = 0
+    memory: dict = field(default_factory=dict)
+    observed: dict = field(default_factory=dict)
+
+    def begin(self, iteration: int) -> None:
+        self.iteration = int(iteration)
+        self.observed = {}
+
+
+@dataclass(frozen=True)
 class Algorithm:
     name: str
     summary: str  # one line for `syncbed algos` and error messages
     plan: Callable[[PlanContext], dict]
     traffic: Callable[[dict], list]
-    execute: Callable  # (plan, comm, grads) -> torch.Tensor
+    execute: Callable  # (plan, comm, grads, state) -> torch.Tensor
     validate: Callable[[PlanContext], None] = lambda ctx: None
     groups: Callable[[dict], list] = lambda plan: []
     topologies: tuple = ()  # topology kinds it runs on; () = any
     uses_servers: bool = False  # accepts ctx.servers > 0
     phases: Callable[[dict], list] | None = None  # [[Flow]] in order; None: [traffic(plan)]
+    options: dict = field(default_factory=dict)  # name -> Option
+    reference: Callable | None = None  # (plan, inputs, memory) -> Tensor; None: the dense sum
+    data_dependent: bool = False  # expected bytes come from the ranks' per-iteration logs
+    needs: tuple = ()  # measured planner inputs: "link" (a, b of an all-reduce)
 
     def steps(self, plan: dict) -> list:
         """The sync's traffic as consecutive steps of concurrent flows."""
         return self.phases(plan) if self.phases else [self.traffic(plan)]
 
+    def parse_options(self, raw: dict) -> dict:
+        """Typed options with defaults filled in; unknown names refused, listing the valid ones."""
+        raw = raw or {}
+        check_options(self.name, raw, tuple(self.options))
+        typed = {key: (opt.parse(self.name, key, raw[key]) if key in raw else opt.default)
+                 for key, opt in self.options.items()}
+        return {key: v for key, v in typed.items() if v is not None}  # None: "not given"
 
-def check_context(algo: Algorithm, ctx: PlanContext) -> None:
-    """Shared input checks, then the algorithm's own; raise ValueError with one line."""
+    def option_help(self) -> str:
+        return ", ".join(f"{k}={o.default} ({o.valid})" for k, o in self.options.items()) or "(no options)"
+
+
+def check_context(algo: Algorithm, ctx: PlanContext) -> PlanContext:
+    """Shared input checks, then the algorithm's own; raise ValueError with one line.
+
+    Returns the context with typed options (defaults filled in), which is what `plan` gets."""
     if ctx.workers < 1:
         raise ValueError(f"{algo.name}: need at least 1 worker, got {ctx.workers}")
     if not ctx.layer_sizes or any(int(s) <= 0 for s in ctx.layer_sizes):
@@ -108,7 +208,11 @@ def check_context(algo: Algorithm, ctx: PlanContext) -> None:
     kind = getattr(ctx.topology, "kind", None)
     if algo.topologies and kind is not None and kind not in algo.topologies:
         raise ValueError(f"{algo.name} runs on {' or '.join(algo.topologies)} only, not {ctx.topology.name}")
+    if ctx.layers and tuple(int(l[1]) for l in ctx.layers) != tuple(int(s) for s in ctx.layer_sizes):
+        raise ValueError(f"{algo.name}: layers and layer_sizes disagree")
+    ctx = dataclasses.replace(ctx, options=algo.parse_options(ctx.options))
     algo.validate(ctx)
+    return ctx
 
 
 _REGISTRY: dict[str, Algorithm] = {}
@@ -136,9 +240,64 @@ def get(name: str) -> Algorithm:
 
 
 def plan_for(name: str, ctx: PlanContext) -> tuple[Algorithm, dict]:
+    """Check the context once (shared checks, typed options, the algorithm's validate), then plan.
+
+    `name` may be a spec with options (`topk,density=0.01`); they are merged over ctx.options."""
+    name, opts = parse_spec(name, "algorithm") if "," in name else (name, {})
     algo = get(name)
-    check_context(algo, ctx)
-    return algo, algo.plan(ctx)
+    if opts:
+        ctx = dataclasses.replace(ctx, options={**ctx.options, **opts})
+    ctx = check_context(algo, ctx)
+    plan = algo.plan(ctx)
+    plan.setdefault("algorithm", algo.name)
+    plan.setdefault("world", ctx.world)
+    plan.setdefault("elements", ctx.elements)
+    return algo, plan
+
+
+def check_plan(plan: dict, world: int, elements: int) -> None:
+    """The check every executor needs, done once by the worker before the first `execute`."""
+    if plan.get("world") != world or plan.get("elements") != elements:
+        raise ValueError(f"{plan.get('algorithm')} plan is for {plan.get('world')} ranks and "
+                         f"{plan.get('elements')} elements, got {world} ranks and {elements} elements")
+
+
+def parse_algos(specs) -> list[tuple[str, dict]]:
+    """`["ring,ps", "topk,density=0.01"]` (or one string) -> [(name, {key: raw value})].
+
+    Within one string a token without `=` starts a new algorithm, so `ring,ps` is two and
+    `topk,density=0.01,gtopk` is topk with an option, then gtopk. Names are checked."""
+    if isinstance(specs, str):
+        specs = [specs]
+    out: list[tuple[str, dict]] = []
+    for spec in specs:
+        if isinstance(spec, dict):  # YAML: {name: {options}} or {name: x, key: v}
+            for name, opts in spec.items():
+                get(str(name))
+                out.append((str(name), dict(opts or {})))
+            continue
+        current: list[str] = []
+        for token in [t.strip() for t in str(spec).split(",") if t.strip()]:
+            if "=" not in token and current:
+                out.append(parse_spec(",".join(current), "algorithm"))
+                current = []
+            current.append(token)
+        if current:
+            out.append(parse_spec(",".join(current), "algorithm"))
+    for name, _ in out:
+        get(name)
+    if not out:
+        raise ValueError(f"no algorithm given; valid: {', '.join(sorted(registry()))}")
+    return out
+
+
+def spec_of(name: str, options: dict | None = None) -> str:
+    """Canonical spec string: `name` then `key=value` in sorted order (lists joined by `:`)."""
+    def fmt(v):
+        if isinstance(v, (list, tuple)):
+            return ":".join(str(x) for x in v)
+        return f"{v:g}" if isinstance(v, float) else str(v)
+    return ",".join([name] + [f"{k}={fmt(v)}" for k, v in sorted((options or {}).items())])
 
 
 def split(total: int, parts: int) -> list[tuple[int, int]]:
@@ -168,3 +327,11 @@ def merge_flows(flows) -> list[Flow]:
         t[0] += int(f.bytes)
         t[1] += int(f.messages) if f.bytes else 0
     return [Flow(s, d, n, b, m) for (s, d, n), (b, m) in sorted(total.items()) if b > 0]
+
+
+def dense_reference(plan: dict, inputs, memory: dict):
+    """The default oracle: the element-wise sum of every worker's gradient, in rank order."""
+    total = inputs[0].clone()
+    for x in inputs[1:]:
+        total += x
+    return total

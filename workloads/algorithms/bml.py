@@ -45,7 +45,7 @@ from functools import lru_cache
 
 import torch
 
-from workloads.algorithms.base import DTYPE_BYTES, Algorithm, Flow, GroupSpec, check_options, merge_flows, split
+from workloads.algorithms.base import DTYPE_BYTES, Algorithm, Flow, GroupSpec, Option, check_options, merge_flows, split
 from workloads.gradients import as_flat
 
 OPTIONS = ("n", "k")  # BCube shape for localhost runs without a topology
@@ -78,6 +78,10 @@ def _as_int(value, what: str) -> int:
         return int(value)
     except (TypeError, ValueError):
         raise ValueError(f"bml: {what} must be an integer, got {value!r}") from None
+
+
+def _from_spec(value):
+    return int(value) if isinstance(value, str) and value.strip().isdigit() else value
 
 
 def shape(ctx) -> tuple[int, int]:
@@ -277,11 +281,8 @@ def _tree(plan: dict, comm, flat: torch.Tensor, p: int, switch: dict) -> None:
                     t0=t0, t1=t1, bytes=sent)
 
 
-def execute(plan: dict, comm, grads):
+def execute(plan: dict, comm, grads, state=None):
     flat = as_flat(grads)
-    if comm.world != plan["world"] or flat.numel() != plan["elements"]:
-        raise ValueError(f"bml plan is for {plan['world']} ranks and {plan['elements']} elements, "
-                         f"got {comm.world} ranks and {flat.numel()} elements")
     switch = _switch_groups(plan, comm)
     errors: list[BaseException] = []
 
@@ -308,4 +309,7 @@ ALGORITHM = Algorithm(
     summary="BML on BCube(n,k): k sync trees, k aggregation + k broadcast stages, one NIC per tree per stage",
     plan=plan, traffic=traffic, execute=execute, validate=validate, groups=groups,
     topologies=("bcube",), phases=phases,
+    # n and k are for localhost runs without a topology; shape() checks them against it
+    options={"n": Option(None, _from_spec, "an integer >= 2 (ports per switch)"),
+             "k": Option(None, _from_spec, "an integer >= 1 (levels)")},
 )

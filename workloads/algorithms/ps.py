@@ -20,18 +20,13 @@ import time
 
 import torch
 
-from workloads.algorithms.base import DTYPE_BYTES, Algorithm, Flow, check_options, merge_flows, split
+from workloads.algorithms.base import DTYPE_BYTES, Algorithm, Flow, merge_flows, split
 from workloads.gradients import as_flat
 
 PUSH_TAG, PULL_TAG = 0, 1
 
 
-def validate(ctx) -> None:
-    check_options("ps", ctx.options, ())
-
-
 def plan(ctx) -> dict:
-    validate(ctx)
     n, s = ctx.workers, ctx.servers
     owners = list(range(n)) if s == 0 else list(range(n, n + s))
     return {"algorithm": "ps", "workers": n, "servers": s, "world": ctx.world, "elements": ctx.elements,
@@ -67,13 +62,10 @@ def _wait(works) -> None:
         work.wait()
 
 
-def execute(plan: dict, comm, grads):
+def execute(plan: dict, comm, grads, state=None):
     """Workers return the summed gradient; a dedicated server returns its buffer with only its
     own shard filled in (it holds no gradient, so pass it zeros of the full size)."""
     flat = as_flat(grads)
-    if comm.world != plan["world"] or flat.numel() != plan["elements"]:
-        raise ValueError(f"ps plan is for {plan['world']} ranks and {plan['elements']} elements, "
-                         f"got {comm.world} ranks and {flat.numel()} elements")
     me, nic, n = comm.rank, plan["nic"], plan["workers"]
     messages = list(_phases(plan))
     is_worker = me < n
@@ -120,5 +112,5 @@ def execute(plan: dict, comm, grads):
 ALGORITHM = Algorithm(
     name="ps",
     summary="sharded parameter server: co-located on all workers (servers=0) or on S dedicated ranks",
-    plan=plan, traffic=traffic, execute=execute, validate=validate, uses_servers=True, phases=phases,
+    plan=plan, traffic=traffic, execute=execute, uses_servers=True, phases=phases,
 )

@@ -18,11 +18,22 @@ import time
 
 import torch
 
-from workloads.algorithms.base import DTYPE_BYTES, Algorithm, Flow, check_options, split
+from workloads.algorithms.base import DTYPE_BYTES, Algorithm, Flow, Option, number, split
 from workloads.gradients import as_flat
 
-OPTIONS = ("order", "segment_elements")
-SEGMENT_ELEMENTS = 16384  # 64 KiB: Gloo adds ~144 B per message, 0.2%
+SEGMENT_ELEMENTS = 16384  # 64 KiB: Gloo frames each message with GLOO_FRAMING_BYTES (126 B), 0.2%
+
+
+def _as_order(value):
+    if isinstance(value, str):  # from a spec: order=2:0:3:1
+        value = value.split(":")
+    return [int(r) for r in value]
+
+
+OPTIONS = {
+    "order": Option(None, _as_order, "a permutation of the worker ranks (YAML list, or 2:0:3:1 in a spec)"),
+    "segment_elements": Option(SEGMENT_ELEMENTS, number(1, integer=True), "an integer >= 1"),
+}
 
 
 def _order(ctx) -> list[int]:
@@ -40,15 +51,13 @@ def _order(ctx) -> list[int]:
 
 
 def validate(ctx) -> None:
-    check_options("ring", ctx.options, OPTIONS)
     _order(ctx)
 
 
 def plan(ctx) -> dict:
-    validate(ctx)
     return {"algorithm": "ring", "workers": ctx.workers, "world": ctx.world, "elements": ctx.elements,
             "nic": 0, "order": _order(ctx), "chunks": [list(c) for c in split(ctx.elements, ctx.workers)],
-            "segment_elements": int(ctx.options.get("segment_elements", SEGMENT_ELEMENTS))}
+            "segment_elements": int(ctx.options.get("segment_elements") or SEGMENT_ELEMENTS)}
 
 
 def _size(plan: dict, c: int) -> int:
@@ -76,7 +85,7 @@ def _segments(plan: dict, c: int) -> list[tuple[int, int]]:
     return [(start + a, start + b) for a, b in split(end - start, -(-(end - start) // seg))]
 
 
-def execute(plan: dict, comm, grads):
+def execute(plan: dict, comm, grads, state=None):
     """Pipelined ring: a segment is forwarded as soon as it has arrived (and been added).
 
     Step t of 2(N-1) sends the chunk received at step t-1, so segment j of step t only
@@ -86,9 +95,6 @@ def execute(plan: dict, comm, grads):
     reduce-scatter lands in per-step buffers), then sends follow arrivals."""
     flat = as_flat(grads)
     n = plan["workers"]
-    if comm.world != plan["world"] or flat.numel() != plan["elements"]:
-        raise ValueError(f"ring plan is for {plan['world']} ranks and {plan['elements']} elements, "
-                         f"got {comm.world} ranks and {flat.numel()} elements")
     if n == 1:
         return flat
     nic, order = plan["nic"], plan["order"]
@@ -139,5 +145,5 @@ def execute(plan: dict, comm, grads):
 ALGORITHM = Algorithm(
     name="ring",
     summary="ring all-reduce (reduce-scatter + all-gather) over send/recv on NIC 0, order from the plan",
-    plan=plan, traffic=traffic, execute=execute, validate=validate,
+    plan=plan, traffic=traffic, execute=execute, validate=validate, options=OPTIONS,
 )

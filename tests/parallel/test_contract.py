@@ -1,0 +1,153 @@
+"""The algorithm contract's second floor, with real Gloo processes on localhost (`lo`).
+
+A test-only algorithm (`_threshold`, registered in the forked ranks only) uses every new
+part at once: typed options, `SyncState` (a residual kept across iterations, the iteration
+number), variable-size messages (`Comm.send_var`/`recv_var`: how much it sends depends on
+the data), `state.observed`, and its own `reference` oracle, which the worker checks every
+iteration. Ranks run `workloads.worker.run` itself, so the JSONL log is the runner's.
+"""
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from workloads import worker
+from workloads.algorithms import base
+from workloads.comm import Comm
+from tests.parallel.spawn import spawn_ranks
+
+pytestmark = pytest.mark.parallel
+
+LAYERS = [["a", 700, 0.0], ["b", 301, 0.001]]
+
+
+def _plan(ctx):
+    return {"workers": ctx.workers, "threshold": ctx.options["threshold"]}
+
+
+def _select(acc, threshold):
+    idx = (acc.abs() >= threshold).nonzero().flatten()
+    return idx, acc[idx]
+
+
+def _execute(plan, comm, grads, state):
+    flat = grads.wait_all()
+    residual = state.memory.setdefault("residual", torch.zeros_like(flat))
+    acc = flat + residual
+    idx, vals = _select(acc, plan["threshold"])
+    residual.copy_(acc)
+    residual[idx] = 0
+    state.observed["sent_entries"] = int(idx.numel())
+    state.observed["iteration_seen"] = state.iteration
+    if comm.rank != 0:
+        works = comm.send_var(idx.to(torch.int32), 0, tag=1) + comm.send_var(vals, 0, tag=2)
+        out = torch.empty_like(flat)
+        comm.recv(out, 0, tag=3).wait()
+        for w in works:
+            w.wait()
+        return out
+    total = torch.zeros_like(flat)
+    total[idx] += vals
+    for r in range(1, plan["workers"]):
+        ridx = comm.recv_var(r, torch.int32, tag=1).long()
+        rvals = comm.recv_var(r, torch.float32, tag=2)
+        total[ridx] += rvals
+    for w in [comm.send(total, r, tag=3) for r in range(1, plan["workers"])]:
+        w.wait()
+    return total
+
+
+def _reference(plan, inputs, memory):
+    total = torch.zeros_like(inputs[0])
+    for r, x in enumerate(inputs):
+        res = memory.setdefault(r, torch.zeros_like(x))
+        acc = x + res
+        idx, vals = _select(acc, plan["threshold"])
+        res.copy_(acc)
+        res[idx] = 0
+        total[idx] += vals
+    return total
+
+
+THRESHOLD = base.Algorithm(name="_threshold", summary="test only", plan=_plan, traffic=lambda plan: [],
+                           execute=_execute, reference=_reference, data_dependent=True,
+                           options={"threshold": base.Option(6.0, base.number(0, lo_open=True), "a number > 0")})
+
+
+def _child(rank, job, out):
+    import traceback
+    try:
+        base.registry()[THRESHOLD.name] = THRESHOLD
+        log = worker.EventLog(str(Path(job["log_dir"]) / f"rank{rank}.jsonl"))
+        worker.run(job, rank, ["lo"], log)
+        out.put(("ok", rank, None))
+    except BaseException:
+        out.put(("error", rank, traceback.format_exc()))
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_state_reference_and_data_dependent_bytes_through_the_worker(tmp_path, workers):
+    base.registry()[THRESHOLD.name] = THRESHOLD
+    try:
+        _, plan = base.plan_for("_threshold,threshold=9", base.PlanContext(workers, (700, 301)))
+    finally:
+        base.registry().pop(THRESHOLD.name)
+    assert plan["threshold"] == 9.0  # typed from the spec string
+    iters = 4
+    job = {"algorithm": "_threshold", "plan": plan, "groups": [], "workers": workers, "servers": 0,
+           "world": workers, "model": {"spec": "synthetic,test", "layers": LAYERS}, "iters": iters, "warmup": 0,
+           "seed": 5, "dilation": 1.0, "store": str(tmp_path / "store"), "log_dir": str(tmp_path / "w"),
+           "timeout_s": 30, "sparsity": {"block": 50, "zero_blocks": 0.5, "zero_entries": 0.2}}
+    spawn_ranks(workers, _child, lambda r: (r, job), timeout_s=90)
+    counts = {}
+    for rank in range(workers):
+        events = [json.loads(line) for line in open(tmp_path / "w" / f"rank{rank}.jsonl")]
+        its = [e for e in events if e["event"] == "iter"]
+        assert [e["iter"] for e in its] == list(range(iters))
+        assert all(e["correct"] and e["max_abs_err"] == 0.0 for e in its), its
+        assert [e["observed"]["iteration_seen"] for e in its] == list(range(iters))
+        counts[rank] = [e["observed"]["sent_entries"] for e in its]
+        for e in its:
+            n = e["observed"]["sent_entries"]
+            if rank:  # two variable-size messages to rank 0: 8-byte header + data each
+                assert e["sent"] == [[0, 0, 2 * (8 + 4 * n), 2 + 2 * (n > 0)]]
+            else:
+                assert e["sent"] == [[r, 0, 4 * 1001, 1] for r in range(1, workers)]
+    assert len({tuple(c) for c in counts.values()}) > 1 or len(set(counts[0])) > 1, "bytes should vary with data"
+
+
+def _var_child(rank, store_path, out):
+    import traceback
+    try:
+        comm = Comm(rank, 2, store_path, ["lo"])
+        if rank == 0:
+            for n in (0, 1, 1000):
+                for w in comm.send_var(torch.arange(n, dtype=torch.float32), 1, tag=7):
+                    w.wait()
+            out.put(("ok", rank, dict(comm.sent)))
+        else:
+            got = [comm.recv_var(0, torch.float32, tag=7) for _ in range(3)]
+            out.put(("ok", rank, [g.tolist() for g in got]))
+    except BaseException:
+        out.put(("error", rank, traceback.format_exc()))
+
+
+def test_variable_size_messages_round_trip_and_are_counted(tmp_path):
+    res = spawn_ranks(2, _var_child, lambda r: (r, str(tmp_path / "store")), timeout_s=60)
+    assert res[1] == [[], [0.0], [float(i) for i in range(1000)]]
+    assert res[0] == {(1, 0): 3 * 8 + 4 * 1 + 4 * 1000}
+
+
+def test_sparse_synthetic_gradients_have_zero_blocks_and_an_exact_sum():
+    from workloads.gradients import SyntheticGradients
+
+    g = SyntheticGradients(4, 10_000, seed=1, sparsity={"block": 100, "zero_blocks": 0.8})
+    xs = g.all_workers(3)
+    blocks = torch.stack([x.view(100, 100).abs().sum(1) == 0 for x in xs])
+    assert 0.7 < blocks.float().mean() < 0.9
+    assert not all(torch.equal(blocks[0], b) for b in blocks[1:]), "workers' zero blocks must differ"
+    mine, total = g.mine_and_sum(2, 3)
+    assert torch.equal(mine, xs[2]) and torch.equal(total, sum(xs))
+    with pytest.raises(ValueError, match="zero_blocks=1.5 must be a fraction"):
+        SyntheticGradients(2, 10, 0, {"zero_blocks": 1.5})
