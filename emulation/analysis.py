@@ -41,9 +41,11 @@ def expected_nic_bytes(topo: Topology, hosts: list, flows: list, syncs: int = 1)
     for f in flows:
         dst_ip = topo.host_nics(hosts[f.dst])[f.nic].ip
         b = f.payload * syncs
-        for tx, rx in topo.host_hops(hosts[f.src], dst_ip):
-            out.setdefault(tx, {"tx": 0, "rx": 0})["tx"] += b
-            out.setdefault(rx, {"tx": 0, "rx": 0})["rx"] += b
+        for tx, rx in topo.route(hosts[f.src], dst_ip):
+            if tx in out or topo.nodes[topo.intfs[tx].node].kind == "host":
+                out.setdefault(tx, {"tx": 0, "rx": 0})["tx"] += b
+            if rx in out or topo.nodes[topo.intfs[rx].node].kind == "host":
+                out.setdefault(rx, {"tx": 0, "rx": 0})["rx"] += b
     return out
 
 
@@ -52,11 +54,11 @@ def expected_port_bytes(topo: Topology, hosts: list, flows: list, syncs: int = 1
     out = {i.name: {"tx": 0, "rx": 0} for i in topo.intfs.values() if topo.nodes[i.node].kind == "switch"}
     for f in flows:
         dst_ip = topo.host_nics(hosts[f.dst])[f.nic].ip
-        for tx, rx in topo.host_hops(hosts[f.src], dst_ip):
-            path = topo.switch_path(tx, topo.intfs[rx].ip)
-            for ingress, egress in zip(path[::2], path[1::2]):
-                out[ingress]["rx"] += f.payload * syncs
-                out[egress]["tx"] += f.payload * syncs
+        for tx, rx in topo.route(hosts[f.src], dst_ip):
+            if tx in out:  # a switch egress
+                out[tx]["tx"] += f.payload * syncs
+            if rx in out:  # a switch ingress
+                out[rx]["rx"] += f.payload * syncs
     return out
 
 

@@ -13,17 +13,9 @@ TOLERANCE = (0.8, 1.05)
 
 
 def path_links(topo, src: str, dst: str) -> list:
-    """Links of one shortest path from src's first NIC to dst's first NIC."""
-    dst_ip = topo.host_nics(dst)[0].ip
-    g = topo.graph()
-    out = []
-    for tx, rx in topo.host_hops(src, dst_ip):
-        sw = topo.switches_between(tx, rx)[0]
-        out.append(topo.link_of(tx))
-        for a, b in zip(sw, sw[1:]):
-            out.append(topo.link_of(g.edges[a, b]["intfs"][a]))
-        out.append(topo.link_of(rx))
-    return out
+    """Links of the route the controller installed from src's first NIC to dst's first NIC
+    (under ECMP, the path the measured traffic really takes)."""
+    return [topo.link_of(tx) for tx, _ in topo.route(src, topo.host_nics(dst)[0].ip)]
 
 
 def calibration_pairs(topo) -> dict:

@@ -28,11 +28,7 @@ def links_of(topo: Topology, hosts: list, flow) -> list[str]:
     """Directed links a flow crosses, each named by the interface that transmits onto it:
     the sending NIC of each host-to-host hop (relays included), then each switch egress."""
     dst_ip = topo.host_nics(hosts[flow.dst])[flow.nic].ip
-    out = []
-    for tx, rx in topo.host_hops(hosts[flow.src], dst_ip):
-        out.append(tx)
-        out += topo.switch_path(tx, topo.intfs[rx].ip)[1::2]
-    return out
+    return [tx for tx, _ in topo.route(hosts[flow.src], dst_ip)]
 
 
 def maxmin_rates(paths: list[list[str]], capacity: dict) -> list[float]:

@@ -107,6 +107,7 @@ class Topology:
         return self._link_by_intf()[intf]
 
     def link_classes(self) -> dict[str, float]:
+        """class -> Mbit/s of its first link (per-link overrides may make a class uneven)."""
         out: dict[str, float] = {}
         for link in self.links:
             out.setdefault(link.cls, link.bw)
@@ -199,6 +200,43 @@ class Topology:
             if len(hops) > len(self.nodes):
                 raise RuntimeError(f"routing loop from {src_host} to {dst_ip}")
         return hops
+
+    def route(self, src_host: str, dst_ip: str) -> list[tuple[str, str]]:
+        """THE route walker: every directed link a packet from src_host to dst_ip crosses, in
+        order, as (transmitting interface, receiving interface): host relays (BCube) and the
+        controller's ECMP choices included. The expected-bytes analysis, the flow-level bound
+        and calibration all read routes from here, so they cannot disagree."""
+        out = []
+        for tx, rx in self.host_hops(src_host, dst_ip):
+            path = self.switch_path(tx, self.intfs[rx].ip)  # [ingress, egress, ingress, ...]
+            sends = [tx] + path[1::2]
+            receives = path[0::2] + [rx]
+            out += list(zip(sends, receives))
+        return out
+
+    def set_bandwidth(self, overrides: dict) -> None:
+        """Per-link bandwidth over the class defaults: keys are a link class, a host (all its
+        links), or an interface (the one link it is on); later keys win over earlier ones,
+        so put classes first. Unknown keys are refused, listing the kinds of valid keys."""
+        by_intf = self._link_by_intf()
+        hosts = set(self.hosts())
+        new = {id(link): link.bw for link in self.links}
+        for key, mbps in overrides.items():
+            if key in self.link_classes():
+                chosen = [link for link in self.links if link.cls == key]
+            elif key in hosts:
+                chosen = [by_intf[i.name] for i in self.host_nics(key)]
+            elif key in by_intf:
+                chosen = [by_intf[key]]
+            else:
+                raise ValueError(f"link_bw key {key!r} is not a link class, host or interface of {self.name}; "
+                                 f"classes: {', '.join(sorted(self.link_classes()))}; hosts e.g. "
+                                 f"{self.hosts()[0]}; interfaces e.g. {self.host_nics(self.hosts()[0])[0].name}")
+            for link in chosen:
+                new[id(link)] = float(mbps)
+        self.links = [Link(link.a, link.b, link.cls, new[id(link)]) for link in self.links]
+        for cache in ("_link_cache",):
+            self.__dict__.pop(cache, None)
 
     def switches_between(self, tx_intf: str, rx_intf: str) -> list[list[str]]:
         """All shortest switch paths carrying one host-to-host segment (ECMP: several)."""

@@ -459,3 +459,28 @@ def test_mininet_topos_mirror_the_description(name, params, s):
         nic0 = d.host_nics(h)[0]
         assert topo.nodeInfo(h)["ip"] == f"{nic0.ip}/{nic0.prefixlen}"
         assert topo.nodeInfo(h)["mac"] == nic0.mac
+
+
+def test_route_walks_relays_and_installed_ecmp_links_in_order():
+    t = spec.build("bcube,n=3,k=2")
+    r = t.route("h00", t.host_nics("h11")[0].ip)
+    # every hop's receiver transmits the next one (same node), and it ends on h11
+    for (tx, rx), (tx2, _) in zip(r, r[1:]):
+        assert t.intfs[rx].node == t.intfs[tx2].node
+    assert t.intfs[r[-1][1]].node == "h11" and t.intfs[r[0][0]].node == "h00"
+    assert all(t.peer(tx).name == rx for tx, rx in r)
+    ft = spec.build("fattree,k=4")
+    r = ft.route("h0_0_2", ft.host_nics("h1_0_2")[0].ip)
+    assert len(r) == 6 and [ft.intfs[rx].node for _, rx in r][:-1] == [
+        ft.intfs[tx].node for tx, _ in r][1:]
+    assert [tx for tx, _ in r][1:] == ft.switch_path("h0_0_2-eth0", ft.host_nics("h1_0_2")[0].ip)[1::2]
+
+
+def test_per_link_bandwidth_overrides_classes_hosts_and_interfaces():
+    t = spec.build("fattree,k=4", bw=100)
+    t.set_bandwidth({"agg-core": 50, "h0_0_2": 10, "e1_0-eth3": 7})
+    assert {link.bw for link in t.links if link.cls == "agg-core"} == {50.0}
+    assert t.link_of("h0_0_2-eth0").bw == 10.0 and t.link_of("h0_0_3-eth0").bw == 100.0
+    assert t.link_of("e1_0-eth3").bw == 7.0
+    with pytest.raises(ValueError, match=r"link_bw key 'nope' is not a link class, host or interface of fattree\(4\); classes: agg-core, edge-agg, host"):
+        t.set_bandwidth({"nope": 1})
