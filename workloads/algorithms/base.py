@@ -191,7 +191,8 @@ class Algorithm:
         return {key: v for key, v in typed.items() if v is not None}  # None: "not given"
 
     def option_help(self) -> str:
-        return ", ".join(f"{k}={o.default} ({o.valid})" for k, o in self.options.items()) or "(no options)"
+        return ", ".join((f"{k}={o.default}" if o.default is not None else k) + f" ({o.valid})"
+                         for k, o in self.options.items()) or "(no options)"
 
 
 def check_context(algo: Algorithm, ctx: PlanContext) -> PlanContext:
