@@ -1,4 +1,4 @@
-"""emulation/report.py on fake results folders built from real topology descriptions.
+"""emulation/report/ on fake results folders built from real topology descriptions.
 
 No network: summary.json, worker logs, calibration and fidelity files are made up with
 the shapes docs/ARCHITECTURE.md gives, around BCube(4,2) (BML) and Fat-Tree(4) (PS).
@@ -6,6 +6,8 @@ the shapes docs/ARCHITECTURE.md gives, around BCube(4,2) (BML) and Fat-Tree(4) (
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -254,3 +256,46 @@ def test_layouts_follow_the_structure():
             for role in ("server", "edge", "agg", "core")}
     assert rows == {"server": {0}, "edge": {1}, "agg": {2}, "core": {3}}
     assert pos["h0_0_2"][0] < pos["h1_0_2"][0] and pos["e0_0"][0] < pos["e3_1"][0]
+
+
+@pytest.mark.unit
+def test_python_m_emulation_report_writes_the_report(tmp_path):
+    folder = make_folder(tmp_path)
+    out = subprocess.run([sys.executable, "-m", "emulation.report", str(folder)], capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parents[2], timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == str(folder / "report.md") and (folder / "report.md").is_file()
+
+
+def rundata(index: int, **run) -> report.RunData:
+    return report.RunData(index, {"topology": "fattree(4)", "workers": 8, "status": "ok", **run}, None)
+
+
+@pytest.mark.unit
+def test_results_columns_come_from_the_sets_that_apply():
+    plain = [rundata(1, algorithm="ring", sync_seconds=[1.0])]
+    header, rows, problems = report.results_table(plain)
+    assert header[:3] == ["#", "topology", "algorithm"] and header[-3:] == ["correct", "faithful", "status"]
+    assert "predicted iteration s" not in header and problems == []
+    runs = [rundata(1, algorithm="topk", algo_spec="topk,density=0.01", sync_seconds=[1.0]),
+            rundata(2, algorithm="mgwfbp", iteration_seconds=[2.0, 2.2, 2.4], predicted_iteration_seconds=2.0)]
+    header, rows, problems = report.results_table(runs)
+    assert problems == []
+    assert header.count("algorithm") == 1 and header.index("algorithm") == 2  # the spec took its place
+    assert [r[2] for r in rows] == ["topk,density=0.01", "mgwfbp"]
+    at = header.index("median iteration s")
+    assert header[at:at + 3] == ["median iteration s", "predicted iteration s", "iteration measured/predicted"]
+    assert header[at - 1] == "ratio" and rows[1][at:at + 3] == ["2.200", "2.000", "1.10"]
+    assert rows[0][at:at + 3] == ["–", "–", "–"]
+
+
+@pytest.mark.unit
+def test_a_broken_column_set_is_left_out_with_a_problem():
+    def cells(rd):
+        return ["only one"]
+    bad = report.ColumnSet("bad", report.columns.always, ("a", "b"), cells)
+    header, rows, problems = report.results_table([rundata(1, algorithm="ring")], report.COLUMN_SETS + [bad])
+    assert "a" not in header and len(rows[0]) == len(header)
+    assert problems == ["results column set 'bad' left out: its cells do not match its 2 column(s)"]
+    with pytest.raises(ValueError, match="needs a name and at least one column title"):
+        report.ColumnSet("empty", report.columns.always, (), cells)

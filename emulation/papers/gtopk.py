@@ -1,0 +1,95 @@
+"""gTop-k: global top-k sparsification against Top-k (AllGather) and dense all-reduce.
+
+Shi et al., ICDCS 2019 (`CITATION`). Local top-k (index, value) pairs are merged pairwise
+over log2 P rounds, keeping the top k, then the global k are broadcast: O(k log P) against
+O(kP) for Top-k with AllGather and O(d) for dense S-SGD.
+
+`pair(runs)`: for each (topology, model, workers) and density, the median sync time of
+gtopk, topk and the faster dense baseline (ring or gloo), with their ratios; a row needs
+two of the three. The paper's numbers are scaling efficiencies (throughput on P machines
+over P times one machine's) at P = 32 and 1 Gbit/s, so the ratios here, on this
+experiment's workers and links, are the communication side of them, not the same number.
+"""
+from __future__ import annotations
+
+from emulation.papers import Paper, common
+from emulation.report.columns import NA, fmt, table, yes_no
+from emulation.report.load import num
+from workloads.specs import parse_spec
+
+SPARSE = ("gtopk", "topk")
+DENSE = ("ring", "gloo")
+
+CITATION = ('S. Shi, Q. Wang, K. Zhao, Z. Tang, Y. Wang, X. Huang, X. Chu, "A Distributed Synchronous SGD '
+            'Algorithm with Global Top-k Sparsification for Low Bandwidth Networks", IEEE ICDCS 2019, '
+            'arXiv:1901.04359.')
+ABSTRACT = "the abstract (32 machines, 1 Gbit/s)"
+SCRIPT = "the authors' plotting script (P = 32)"
+EFFICIENCY = {  # model -> scaling efficiency in % at P = 32: dense S-SGD, Top-k, gTop-k
+    "vgg16": ("VGG-16", 1.0, 4.8, 9.4),
+    "resnet20": ("ResNet-20", 31.3, 75.6, 85.7),
+    "alexnet": ("AlexNet", 0.7, 5.3, 9.1),
+    "resnet50": ("ResNet-50", 20.3, 57.8, 74.0),
+}
+CLAIMS = [
+    {"what": "scaling efficiency of gTop-k over dense S-SGD", "value": [2.7, 12], "unit": "x", "source": ABSTRACT},
+    {"what": "scaling efficiency of gTop-k over Top-k S-SGD", "value": [1.1, 1.7], "unit": "x", "source": ABSTRACT},
+] + [{"what": f"{title} scaling efficiency, {name}", "value": value, "unit": "%", "source": SCRIPT,
+      "model": model, "method": method}
+     for model, (title, *values) in EFFICIENCY.items()
+     for (method, name), value in zip((("dense", "dense S-SGD"), ("topk", "Top-k"), ("gtopk", "gTop-k")), values)]
+
+
+def density(run: dict) -> float | None:
+    """The run's density: its own field, else the `density=` option of its algorithm spec."""
+    if num(run.get("density")) is not None:
+        return num(run.get("density"))
+    spec = run.get("algo_spec")
+    return num(parse_spec(spec, "algorithm")[1].get("density")) if spec and "," in spec else None
+
+
+def pair(runs: list) -> list[dict]:
+    rows = []
+    for (topology, model, workers), members in common.groups(runs).items():
+        sparse = [r for r in members if r.get("algorithm") in SPARSE]
+        dense = min((r for r in members if r.get("algorithm") in DENSE and common.sync_s(r) is not None),
+                    key=common.sync_s, default=None)
+        for d in sorted({density(r) for r in sparse}, key=lambda x: (x is None, x or 0)):
+            g = next((r for r in sparse if r["algorithm"] == "gtopk" and density(r) == d), None)
+            t = next((r for r in sparse if r["algorithm"] == "topk" and density(r) == d), None)
+            present = [r for r in (g, t, dense) if r is not None]
+            if len(present) < 2:
+                continue
+            gs, ts, ds = (common.sync_s(r) if r else None for r in (g, t, dense))
+            paper = EFFICIENCY.get(common.model_name({"model": model}))
+            rows.append({"topology": topology, "model": model, "workers": workers, "density": d,
+                         "gtopk": common.label(g) if g else None, "gtopk_s": gs,
+                         "topk": common.label(t) if t else None, "topk_s": ts,
+                         "dense": common.label(dense) if dense else None, "dense_s": ds,
+                         "dense_over_gtopk": common.ratio(ds, gs), "topk_over_gtopk": common.ratio(ts, gs),
+                         "dense_over_topk": common.ratio(ds, ts),
+                         "paper_efficiency": list(paper[1:]) if paper else None,
+                         "faithful": all(bool(r.get("faithful")) for r in present)})
+    return rows
+
+
+def render(rows: list[dict]) -> list[str]:
+    intro = ("Same model, topology and workers, per density; dense = the faster of ring and gloo. Ratios of median "
+             "sync times (above 1: the second is faster). The paper's numbers are scaling efficiencies at P = 32 on "
+             "1 Gbit/s; these ratios are the communication side of them on this experiment's workers and links, "
+             "not the same number.")
+    body = table(["topology", "model", "workers", "density", "gTop-k sync s", "Top-k sync s", "dense sync s",
+                  "dense / gTop-k", "Top-k / gTop-k", "dense / Top-k", "paper efficiency dense / Top-k / gTop-k",
+                  "faithful"],
+                 [[str(r["topology"]), str(r["model"]), fmt(r["workers"], "g"), fmt(r["density"], "g"),
+                   fmt(r["gtopk_s"], ".3f"), fmt(r["topk_s"], ".3f"),
+                   NA if r["dense"] is None else f"{fmt(r['dense_s'], '.3f')} ({r['dense']})",
+                   fmt(r["dense_over_gtopk"], ".2f"), fmt(r["topk_over_gtopk"], ".2f"),
+                   fmt(r["dense_over_topk"], ".2f"),
+                   " / ".join(f"{v:g}%" for v in r["paper_efficiency"]) if r["paper_efficiency"] else NA,
+                   yes_no(r["faithful"])] for r in rows])
+    return common.section("gTop-k against Top-k and dense S-SGD (Shi et al., ICDCS 2019)", CITATION, intro, body,
+                          CLAIMS)
+
+
+PAPER = Paper(name="gtopk", citation=CITATION, claims=CLAIMS, algorithms=SPARSE, pair=pair, render=render)

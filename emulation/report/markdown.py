@@ -1,0 +1,195 @@
+"""report.md: one function per section, and `write_report`, which ties the pipeline's last step together.
+
+`write_report(folder)` loads the folder (emulation/report/load.py), draws the figures
+(plots.py), then writes the sections in order: header (a failed experiment says so in the
+first line, with the reason), configuration, results (columns from columns.py), one
+section per paper whose algorithms ran (emulation/papers/), problems, fidelity, plots,
+how to read it. Every `md_*` returns a list of lines; none reads a file.
+Usage: `python -m emulation.report FOLDER`.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from emulation import papers
+from emulation.report.columns import NA, fmt, results_table, table
+from emulation.report.load import RunData, load_run, load_summary, num, sync_seconds, worker_errors
+from emulation.report.plots import PLOTS_DIR, make_plots
+
+
+def experiment_failed(summary: dict) -> bool:
+    return summary.get("status") != "ok"  # a missing status cannot vouch for the results
+
+
+def md_header(summary: dict, runs: list[RunData]) -> list[str]:
+    name = summary.get("experiment") or "experiment"
+    if experiment_failed(summary):
+        reason = summary.get("error") or (f"status is {summary.get('status')!r}" if summary.get("status")
+                                          else "summary.json has no status")
+        return [f"# FAILED: syncbed experiment `{name}`", "",
+                f"**The experiment FAILED: {reason}**", "",
+                "What follows is whatever the experiment left behind; numbers may be partial.", ""]
+    lines = [f"# syncbed experiment `{name}`", "", "**Status: ok**"]
+    bad = [rd.label for rd in runs if rd.run.get("status") not in (None, "ok")]
+    if bad:
+        lines[-1] += f" (but run(s) {', '.join(bad)} failed)"
+    return lines + [""]
+
+
+def md_configuration(summary: dict, runs: list[RunData]) -> list[str]:
+    lines = ["## Configuration", ""]
+    for key in ("experiment", "started", "finished"):
+        if summary.get(key):
+            lines.append(f"- {key}: {summary[key]}")
+    lines.append(f"- runs: {len(runs)}")
+    rows = []
+    for rd in runs:
+        r, s = rd.run, (rd.topo.summary() if rd.topo else {})
+        classes = ", ".join(f"{c} {v:g}" for c, v in s.get("link_classes", {}).items()) or NA
+        rows.append([str(rd.index), r.get("topology", NA), r.get("algorithm", NA), fmt(r.get("workers"), "g"),
+                     fmt(r.get("servers"), "g"), fmt(r.get("iters"), "g"),
+                     f"{s.get('servers', NA)} / {s.get('switches', NA)} / {s.get('links', NA)}",
+                     classes, f"`{r.get('dir', NA)}`"])
+    if rows:
+        lines += [""] + table(["#", "topology", "algorithm", "workers", "servers", "iters",
+                               "hosts / switches / links", "link classes (Mbit/s)", "folder"], rows)
+    return lines + [""]
+
+
+def md_results(runs: list[RunData]) -> tuple[list[str], list[str]]:
+    """The results table, one row per run, its columns from emulation/report/columns.py;
+    also the problems of column sets that had to be left out."""
+    if not runs:
+        return ["## Results", "", "No runs were recorded.", ""], []
+    header, rows, problems = results_table(runs)
+    return ["## Results", ""] + table(header, rows) + [""], problems
+
+
+def md_papers(summary: dict) -> tuple[list[str], list[str]]:
+    """One section per paper (emulation/papers/) whose algorithms ran, and its problems.
+
+    Papers see the run records of summary.json that finished ok, as `syncbed analyze` would."""
+    runs = [r for r in summary.get("runs") or [] if isinstance(r, dict) and r.get("status") == "ok"]
+    lines, problems = [], []
+    try:
+        relevant = papers.relevant(runs)
+    except Exception as e:  # noqa: BLE001 - a broken paper module must not lose the report
+        return [], [f"paper sections could not be written: {type(e).__name__}: {e}"]
+    for paper in relevant:
+        try:
+            lines += paper.section(runs)
+        except Exception as e:  # noqa: BLE001
+            problems.append(f"paper '{paper.name}' section could not be written: {type(e).__name__}: {e}")
+    return lines, problems
+
+
+def md_calibration(runs: list[RunData]) -> list[str]:
+    rows = [[str(rd.index), cls, fmt(c.get("configured_mbps"), "g"), fmt(c.get("measured_mbps"), ".3g"),
+             fmt(c.get("ratio"), ".2f")]
+            for rd in runs for cls, c in sorted(rd.calibration.items()) if isinstance(c, dict)]
+    if not rows:
+        return ["No link calibration was recorded.", ""]
+    return ["### Link calibration (iperf3 per link class, before the run)", ""] + table(
+        ["run", "link class", "configured Mbit/s", "measured Mbit/s", "ratio"], rows) + [""]
+
+
+def describe(value) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {fmt(v, '.3g') if num(v) is not None else v}" for k, v in value.items()) or NA
+    return NA if value is None else str(value)
+
+
+def md_run_fidelity(rd: RunData) -> list[str]:
+    f = rd.fidelity
+    faithful = f.get("faithful", rd.run.get("faithful"))
+    verdict = NA if faithful is None else ("faithful" if faithful else "**NOT faithful**")
+    lines = [f"**{rd.label}**: {verdict}", "",
+             f"- CPU: ovs-vswitchd {fmt(f.get('ovs_cpu_percent'), '.0f')}%, "
+             f"workers {fmt(f.get('workers_cpu_percent'), '.0f')}%",
+             f"- busiest link: {describe(f.get('busiest_link'))}",
+             f"- capture drops: {describe(f.get('capture_drops'))}"]
+    lines += [f"- reason: {r}" for r in f.get("reasons") or []]
+    return lines + [""]
+
+
+def md_fidelity(runs: list[RunData]) -> list[str]:
+    lines = ["## Fidelity", ""] + md_calibration(runs)
+    if runs:
+        lines += ["### Verdict per run", ""]
+    for rd in runs:
+        lines += md_run_fidelity(rd)
+    return lines
+
+
+def md_problems(runs: list[RunData], other_problems: list[str]) -> list[str]:
+    lines = []
+    for rd in runs:
+        if rd.run.get("error"):
+            lines.append(f"- {rd.label}: {rd.run['error']}")
+        lines += [f"- {rd.label}: {p}" for p in rd.problems]
+        lines += [f"- {rd.label}: worker {e}" for e in worker_errors(rd)]
+        if not sync_seconds(rd)[0]:
+            lines.append(f"- {rd.label}: no sync times (neither in summary.json nor in worker logs)")
+    lines += [f"- {p}" for p in other_problems]
+    return (["## Problems", ""] + lines + [""]) if lines else []
+
+
+def md_plots(plots: list[tuple[str, Path]], report_dir: Path) -> list[str]:
+    if not plots:
+        return ["## Plots", "", "No plot could be drawn from these results.", ""]
+    lines = ["## Plots", ""]
+    for caption, path in plots:
+        lines += [f"### {caption}", "", f"![{caption}]({path.relative_to(report_dir).as_posix()})", ""]
+    return lines
+
+
+def md_howto() -> list[str]:
+    return ["## How to read this", "",
+            "- **sync time** of an iteration = last rank holding the synchronized gradient minus last "
+            "rank whose gradient was ready (worker clocks, `time.time()`); warmup iterations excluded.",
+            "- **bound** = the sync time the bandwidth model predicts for this algorithm on the "
+            "configured links (emulation/analysis.py); **ratio** = median sync / bound. Near 1: the run is bandwidth-bound as the model says; "
+            "well above 1: latency, CPU or protocol overhead dominate.",
+            "- **fluid** = the same traffic, step by step (PS: push then pull; BML: its 2k stages), "
+            "sharing every link max-min fairly on the installed routes (emulation/fluid.py). Equal "
+            "to the bound: ideal flow-level sharing reaches it, so a ratio well above 1 comes from "
+            "packets (TCP windows, queues, CPU), not from the flow pattern.",
+            "- **payload measured/expected** compares TCP payload in the captures with the algorithm's "
+            "closed form laid onto the routes, per host NIC and direction; 1.00..1.00 is exact. "
+            "Header and ACK overhead is reported separately (wire_overhead).",
+            "- **switches used/total**: switches whose ports carried payload. In the link plot, edge "
+            "width and colour are payload bytes on that link (both directions); grey switches were idle.",
+            "- **faithful** is the emulation's own verdict: calibration within tolerance, no CPU "
+            "starvation of ovs-vswitchd or the workers, busiest link near its configured rate, no "
+            "capture drops. Do not compare numbers from runs that are not faithful.",
+            "- MB = 2^20 bytes; Mbit/s = 10^6 bit/s.", ""]
+
+
+def write_report(folder: Path) -> Path:
+    """Write `folder/report.md` and `folder/plots/*.png`; return the report path."""
+    folder = Path(folder)
+    summary = load_summary(folder)
+    runs = [load_run(folder, i, r) for i, r in enumerate(summary["runs"], start=1)]
+    plots, plot_problems = make_plots(runs, folder / PLOTS_DIR)
+    results, column_problems = md_results(runs)
+    paper_sections, paper_problems = md_papers(summary)
+    lines = (md_header(summary, runs) + md_configuration(summary, runs) + results + paper_sections
+             + md_problems(runs, column_problems + paper_problems + plot_problems) + md_fidelity(runs)
+             + md_plots(plots, folder) + md_howto())
+    path = folder / "report.md"
+    path.write_text("\n".join(lines))
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m emulation.report",
+                                 description="Write report.md and plots/ for a syncbed results folder.")
+    ap.add_argument("folder", type=Path, help="results folder holding summary.json")
+    args = ap.parse_args(argv)
+    if not args.folder.is_dir():
+        print(f"error: {args.folder} is not a folder", file=sys.stderr)
+        return 2
+    print(write_report(args.folder))
+    return 0

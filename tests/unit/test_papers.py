@@ -1,0 +1,217 @@
+"""emulation/papers/: the registry, each paper's pairing of run records, and the report
+sections they make, on made-up summary.json run records (and BML's on the recorded results
+in docs/results, whose report.md was written before the papers became modules).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from emulation import papers
+from emulation.papers import Paper, bml, common, gtopk, mgwfbp
+from emulation.report import md_papers, write_report
+
+pytestmark = pytest.mark.unit
+
+ROOT = Path(__file__).resolve().parents[2]
+MB = 2**20
+
+
+def run(algorithm: str, **fields) -> dict:
+    """A run record as summary.json holds it, for googlenet on fattree(4) with 8 workers."""
+    return {"topology": "fattree(4)", "model": "googlenet", "workers": 8, "algorithm": algorithm,
+            "status": "ok", "faithful": True, "correct": True, **fields}
+
+
+def bml_pair_runs() -> list[dict]:
+    bcube = run("bml", topology="bcube(4,2)", workers=16, model="vgg19", gradient_bytes=4 * MB,
+                median_sync_seconds=1.6, bound_seconds=1.5, switches_total=8, switches_with_traffic=8,
+                jct_seconds=10.0, payload_bytes_measured={"h00-eth0": {"tx": 80, "rx": 100},
+                                                          "h00-eth1": {"tx": 100, "rx": 100}})
+    ps = run("ps", workers=16, model="vgg19", gradient_bytes=4 * MB, median_sync_seconds=3.2,
+             bound_seconds=3.6, bound_nonblocking_seconds=3.0, switches_total=20, switches_with_traffic=18,
+             jct_seconds=16.0, faithful=False)
+    return [bcube, ps]
+
+
+# ---- registry --------------------------------------------------------------------------
+def test_registry_lists_the_five_papers():
+    reg = papers.registry()
+    assert sorted(reg) == ["bml", "dfs", "forest", "gtopk", "mgwfbp"]
+    for name, paper in reg.items():
+        assert paper.name == name and paper.citation and paper.claims and paper.algorithms
+        for claim in paper.claims:
+            assert set(papers.CLAIM_KEYS) <= set(claim), (name, claim)
+    assert papers.get("mgwfbp").algorithms == ("wfbp", "single", "fusion", "mgwfbp")
+
+
+def test_unknown_paper_lists_the_valid_names():
+    with pytest.raises(ValueError, match=r"unknown paper 'nope'; valid: bml, dfs, forest, gtopk, mgwfbp$"):
+        papers.get("nope")
+
+
+def test_paper_refuses_a_claim_without_its_source():
+    with pytest.raises(ValueError, match=r"claim 0 lacks \['source'\]"):
+        Paper("x", "X et al.", [{"what": "fast", "value": 2, "unit": "x"}], ("ring",), list, list)
+    with pytest.raises(ValueError, match="algorithms must be a non-empty list"):
+        Paper("x", "X et al.", [], "ring", list, list)
+
+
+def test_relevant_papers_follow_the_algorithms_that_ran():
+    assert papers.relevant([run("ring"), run("ps")]) == []
+    assert [p.name for p in papers.relevant([run("ring"), run("wfbp"), run("gtopk")])] == ["gtopk", "mgwfbp"]
+
+
+# ---- BML (moved from emulation/claims.py unchanged) --------------------------------------
+def test_bml_pairs_each_bml_run_with_ps_on_fattree_of_the_same_model_and_size():
+    rows = bml.pair(bml_pair_runs())
+    assert len(rows) == 1
+    r = rows[0]
+    assert (r["model"], r["bcube"], r["fattree"], r["servers"], r["k"]) == ("vgg19", "bcube(4,2)", "fattree(4)", 16, 2)
+    assert r["sync_ratio"] == pytest.approx(0.5) and r["sync_ratio_claim"] == 0.5
+    assert r["bound_ratio"] == pytest.approx(0.5) and r["ps_collision_factor"] == pytest.approx(1.2)
+    assert r["bml_over_bound"] == pytest.approx(1.6 / 1.5) and r["ps_over_bound"] == pytest.approx(3.2 / 3.0)
+    assert r["switch_ratio"] == pytest.approx(0.4) and r["switch_ratio_claim"] == pytest.approx(0.4)
+    assert r["switch_used_ratio"] == pytest.approx(8 / 18)
+    assert r["jct_reduction"] == pytest.approx(1 - 10 / 16) and r["jct_reduction_claim"] == 0.564
+    assert r["nic_share_spread"] == pytest.approx(100 / 80)
+    assert r["faithful"] is False and r["correct"] is True
+    other_model = [bml_pair_runs()[0], dict(bml_pair_runs()[1], model="lenet5")]
+    assert bml.pair(other_model) == []
+    on_bcube = [bml_pair_runs()[0], dict(bml_pair_runs()[1], topology="bcube(4,2)")]
+    assert bml.pair(on_bcube) == []
+
+
+def test_bml_section_says_where_it_agrees_with_the_paper():
+    text = "\n".join(papers.get("bml").section(bml_pair_runs()))
+    assert text.startswith("## BML against PS on Fat-Tree (Wang et al., NeurIPS 2018)\n")
+    assert ("| vgg19 | bcube(4,2) | 16 | 0.5 | 0.5 | 0.5 | 8/20 = 0.4 | 0.4 | 8/18 = 0.444 | 10 / 16 | 37.5% | 56.4% "
+            "| 1.25 | **NO** |") in text
+    assert "BML synchronized in 0.5 of PS's time, which agrees with 1/k = 0.5" in text
+    assert "PS on the Fat-Tree was slowed by ECMP" in text and "its busiest link carried 1.2x" in text
+    assert "Job completion time fell by 37.5% (paper: up to 56.4%)" in text
+    assert "One of the two runs was not faithful" in text
+
+
+@pytest.mark.parametrize("name", ["bml-bcube42-vs-ps-fattree", "bml-bcube32-vs-ps-fattree"])
+def test_bml_section_matches_the_recorded_report(name):
+    """The section the old emulation/claims.py + report.py wrote for real results, line for line."""
+    folder = ROOT / "docs" / "results" / name
+    summary = json.loads((folder / "summary.json").read_text())
+    recorded = (folder / "report.md").read_text().splitlines()
+    start = recorded.index("## BML against PS on Fat-Tree (Wang et al., NeurIPS 2018)")
+    end = next(i for i in range(start + 1, len(recorded)) if recorded[i].startswith("## "))
+    lines, problems = md_papers(summary)
+    assert problems == []
+    assert lines == recorded[start:end]
+
+
+# ---- MG-WFBP ---------------------------------------------------------------------------
+def mgwfbp_runs(single_iteration: float = 1.4) -> list[dict]:
+    return [run("mgwfbp", iteration_seconds=[1.0, 0.9, 1.1], predicted_iteration_seconds=0.8, median_sync_seconds=0.3),
+            run("wfbp", iteration_seconds=[1.25, 1.3, 1.2], predicted_iteration_seconds=1.0, median_sync_seconds=0.5),
+            run("single", iteration_seconds=[single_iteration] * 3, median_sync_seconds=0.6),
+            run("fusion", algo_spec="fusion,mb=25", median_sync_seconds=0.45),  # no iteration times: sync
+            run("ring", iteration_seconds=[3.0] * 3),  # not a baseline of the paper
+            run("wfbp", model="resnet50", iteration_seconds=[2.0] * 3)]  # another model: not paired
+
+
+def test_mgwfbp_pairs_against_each_baseline_of_the_same_group():
+    rows = {r["baseline"]: r for r in mgwfbp.pair(mgwfbp_runs())}
+    assert sorted(rows) == ["fusion,mb=25", "single", "wfbp"]
+    w, s, f = rows["wfbp"], rows["single"], rows["fusion,mb=25"]
+    assert (w["metric"], w["subject_s"], w["baseline_s"]) == ("iteration", 1.0, 1.25)
+    assert w["speedup"] == pytest.approx(1.25) and w["predicted_speedup"] == pytest.approx(1.25)
+    assert s["speedup"] == pytest.approx(1.4) and s["predicted_speedup"] is None
+    assert (f["metric"], f["subject_s"], f["baseline_s"]) == ("sync", 0.3, 0.45)
+    assert f["speedup"] == pytest.approx(1.5)
+    assert (w["claim"], s["claim"], f["claim"]) == ("1.2x", "1.36x", None)  # GoogleNet: the authors' plots
+    assert all(r["never_slower"] is True for r in rows.values())
+    resnet = mgwfbp.pair([dict(r, model="resnet50") for r in mgwfbp_runs()[:2]])
+    assert resnet[0]["claim"] == "0.99-1.71x"  # no per-model number: the TPDS range
+
+
+def test_mgwfbp_slower_than_synceasgd_breaks_the_claim():
+    rows = mgwfbp.pair(mgwfbp_runs(single_iteration=0.95))
+    assert {r["never_slower"] for r in rows} == {False}
+    text = "\n".join(mgwfbp.render(rows))
+    assert "It was slower than SyncEASGD (0.95x), against the paper's claim that MG-WFBP never is." in text
+
+
+def test_report_gets_an_mgwfbp_section_with_the_speedups(tmp_path):
+    folder = tmp_path / "exp"
+    folder.mkdir()
+    summary = {"status": "ok", "experiment": "mgwfbp-vs-wfbp", "runs": mgwfbp_runs()}
+    (folder / "summary.json").write_text(json.dumps(summary))
+    text = write_report(folder).read_text()
+    assert "## MG-WFBP against WFBP, SyncEASGD and fixed fusion (Shi, Chu, Li, INFOCOM 2019; TPDS 2021)" in text
+    row = "| fattree(4) | googlenet | 8 | mgwfbp | {} |"
+    assert row.format("WFBP | iteration | 1.000 | 1.250 | 1.25x | 1.25x | 1.2x | yes") in text
+    assert row.format("SyncEASGD | iteration | 1.000 | 1.400 | 1.40x | – | 1.36x | yes") in text
+    assert row.format("fusion,mb=25 | sync | 0.300 | 0.450 | 1.50x | – | – | yes") in text
+    assert "It was never slower than WFBP or SyncEASGD, as the paper claims." in text
+    assert "| the merge is optimal | optimal |" in text and "tests/unit/test_merge.py" in text
+    assert "## BML against" not in text and "## gTop-k" not in text
+    # the results table gains the predicted-iteration columns and shows the full spec
+    assert "| median iteration s | predicted iteration s | iteration measured/predicted |" in text
+    assert "| 1 | fattree(4) | mgwfbp | 8 | – | – | – | – | – | – | 1.000 | 0.800 | 1.25 |" in text
+    assert "| 4 | fattree(4) | fusion,mb=25 | 8 |" in text
+
+
+# ---- the others ------------------------------------------------------------------------
+def test_gtopk_compares_sparse_and_dense_per_density():
+    runs = [run("gtopk", algo_spec="gtopk,density=0.01", model="resnet20", median_sync_seconds=0.2),
+            run("topk", algo_spec="topk,density=0.01", model="resnet20", median_sync_seconds=0.3),
+            run("topk", density=0.001, model="resnet20", median_sync_seconds=0.25),
+            run("ring", model="resnet20", median_sync_seconds=1.2),
+            run("gloo", model="resnet20", sync_seconds=[1.0, 1.1, 0.9])]
+    rows = gtopk.pair(runs)
+    assert [r["density"] for r in rows] == [0.001, 0.01]
+    low, high = rows
+    assert (low["gtopk"], low["topk"], low["dense"]) == (None, "topk", "gloo")
+    assert low["dense_over_topk"] == pytest.approx(4.0)
+    assert high["dense_over_gtopk"] == pytest.approx(5.0) and high["topk_over_gtopk"] == pytest.approx(1.5)
+    assert high["paper_efficiency"] == [31.3, 75.6, 85.7]
+    assert gtopk.pair([runs[0], run("ring", median_sync_seconds=1.0)]) == []  # another model
+    text = "\n".join(gtopk.render(rows))
+    assert "| fattree(4) | resnet20 | 8 | 0.01 | 0.200 | 0.300 | 1.000 (gloo) | 5.00 | 1.50 | 3.33 |" in text
+
+
+@pytest.mark.parametrize("name, subject, baseline", [("dfs", "dfs", "omnireduce"), ("forest", "forest", "ring")])
+def test_claims_only_papers_pair_when_their_runs_exist(name, subject, baseline):
+    paper = papers.get(name)
+    assert paper.pair([run("ring"), run("ps")]) == []
+    assert paper.pair([run(subject, median_sync_seconds=1.0)]) == []  # nothing to compare with
+    runs = [run(subject, iteration_seconds=[1.0], jct_seconds=10.0, data_bytes_per_sync=100),
+            run(baseline, iteration_seconds=[2.0], jct_seconds=20.0, data_bytes_per_sync=400)]
+    rows = paper.pair(runs)
+    assert len(rows) == 1 and rows[0]["speedup"] == pytest.approx(2.0)
+    text = "\n".join(paper.section(runs))
+    assert "### What the paper claims" in text and paper.citation in text
+    for claim in paper.claims:
+        assert f"| {claim['what']} | {common.value_text(claim)} | {claim['source']} |" in text
+    if name == "dfs":
+        assert "| 2.00x | 75.0% | 50.0% | yes |" in text
+
+
+def test_only_ring_and_ps_runs_get_no_paper_section(tmp_path):
+    summary = {"status": "ok", "experiment": "baselines", "runs": [run("ring", median_sync_seconds=1.0),
+                                                                  run("ps", median_sync_seconds=2.0)]}
+    assert md_papers(summary) == ([], [])
+    folder = tmp_path / "exp"
+    folder.mkdir()
+    (folder / "summary.json").write_text(json.dumps(summary))
+    text = write_report(folder).read_text()
+    assert "What the paper claims" not in text and "## BML" not in text and "MG-WFBP" not in text
+
+
+def test_a_failing_paper_becomes_a_problem_line(monkeypatch):
+    def broken(runs):
+        raise KeyError("topology")
+    monkeypatch.setitem(papers.registry(), "mgwfbp",
+                        Paper("mgwfbp", "x", [], ("mgwfbp",), broken, mgwfbp.render))
+    lines, problems = md_papers({"runs": mgwfbp_runs()})
+    assert lines == []
+    assert problems == ["paper 'mgwfbp' section could not be written: KeyError: 'topology'"]
