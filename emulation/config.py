@@ -55,6 +55,10 @@ class RunConfig:
     crash: dict | None = None  # fault injection: {"rank": r, "iter": i}
     link_down: dict | None = None  # fault injection: {"link": "h00-eth1", "after_s": 2}
     description: str = ""
+    sparsity: dict | None = None  # synthetic gradients with zero blocks: {block, zero_blocks, zero_entries}
+    # the real cluster a run stands for, by its all-reduce cost model (MG-WFBP's a, b): the
+    # runner measures the emulated a, b and scales sizes and compute to it (linkmodel.stand_in)
+    real_setting: dict | None = None  # {name, alpha (s), beta (s/byte), backward_s (optional, s)}
     train: bool = False  # real training: LeNet-5 on scikit-learn's digits (model lenet5)
     lr: float = 0.1
     batch: int = 32  # per worker, in training mode
@@ -144,6 +148,13 @@ class PlannedRun:
 def validate(cfg: RunConfig) -> list[PlannedRun]:
     """Check everything and return the planned runs; raise ValueError with one line."""
     _check_numbers(cfg)
+    check_real_setting(cfg.real_setting)
+    if cfg.real_setting and (cfg.size_scale != 1.0 or cfg.real_link_mbps):
+        raise ValueError("real_setting chooses the size scale and dilation from the measured link: "
+                         "drop size_scale and real_link_mbps")
+    from workloads.gradients import check_sparsity
+
+    check_sparsity(cfg.sparsity)
     if cfg.placement not in PLACEMENTS:
         raise ValueError(f"placement {cfg.placement!r} is unknown; valid: {', '.join(PLACEMENTS)}")
     for spec, algos in cfg.matrix():
@@ -216,6 +227,21 @@ def place(topo, count: int, placement: str) -> list[str]:
             if lst and len(order) < count:
                 order.append(lst.pop(0))
     return order
+
+
+REAL_SETTING_KEYS = ("name", "alpha", "beta", "backward_s", "workers", "network")
+
+
+def check_real_setting(real) -> None:
+    if real is None:
+        return
+    if not isinstance(real, dict) or set(real) - set(REAL_SETTING_KEYS) or not {"alpha", "beta"} <= set(real):
+        raise ValueError(f"real_setting must be a mapping with alpha and beta (and optionally "
+                         f"{', '.join(k for k in REAL_SETTING_KEYS if k not in ('alpha', 'beta'))}), got {real!r}")
+    for key in ("alpha", "beta", "backward_s"):
+        v = real.get(key)
+        if key in real and (isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0):
+            raise ValueError(f"real_setting {key}={v!r} must be a number > 0 (alpha s, beta s/byte, backward_s s)")
 
 
 def _check_numbers(cfg: RunConfig) -> None:

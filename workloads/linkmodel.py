@@ -112,3 +112,20 @@ def fit_alpha_beta(sizes_bytes, seconds) -> LinkModel:
     r2 = None if np.all(y == y[0]) else 1.0 - _sse(alpha, beta, x, y) / float(np.sum((y - y.mean()) ** 2))
     return LinkModel(alpha=alpha, beta=beta, r2=r2,
                      source=f"least squares over {x.size} points{note}", points=int(x.size))
+
+
+def stand_in(real: LinkModel, emulated: LinkModel) -> tuple[float, float]:
+    """(size_scale, time_factor) that make the emulated network stand in for the real one.
+
+    With gradients divided by s and every time multiplied by D, the emulated all-reduce of a
+    scaled tensor takes a_e + b_e m/s; setting D = a_e / a_r and s = (a_r b_e) / (a_e b_r)
+    makes that exactly D (a_r + b_r m): start-up against per-byte cost, a : (b x size), is the
+    real setting's for every tensor, and compute stretched by the same D keeps compute :
+    communication. Both models need a > 0 and b > 0 (a zero alpha has no stand-in)."""
+    for label, m in (("real", real), ("emulated", emulated)):
+        if not (m.alpha > 0 and m.beta > 0):
+            raise ValueError(f"{label} link model needs alpha > 0 and beta > 0 to scale to, got "
+                             f"alpha={m.alpha}, beta={m.beta}")
+    time_factor = emulated.alpha / real.alpha
+    size_scale = (real.alpha * emulated.beta) / (emulated.alpha * real.beta)
+    return size_scale, time_factor

@@ -90,12 +90,13 @@ def run(job: dict, rank: int, nics: list, log: EventLog) -> None:
     workers, world = int(job["workers"]), int(job["world"])
     if not 0 <= rank < world:
         raise ValueError(f"rank {rank} is outside the job's world 0..{world - 1}")
-    algo = base.get(job["algorithm"])
+    algo = base.get(job["algorithm"]) if not job.get("probe") else None
     plan = job["plan"]
     groups = [base.GroupSpec(g["id"], tuple(g["ranks"]), int(g.get("nic", 0))) for g in job.get("groups", [])]
     layers = job_layers(job)
     size = sum(int(layer[1]) for layer in layers)
-    base.check_plan(plan, world, size)
+    if algo is not None:
+        base.check_plan(plan, world, size)
     seed, dilation = int(job.get("seed", 0)), float(job.get("dilation", 1.0))
     warmup, iters = int(job.get("warmup", 0)), int(job["iters"])
     crash = job.get("crash") or {}
@@ -110,12 +111,21 @@ def run(job: dict, rank: int, nics: list, log: EventLog) -> None:
 
     synthetic = SyntheticGradients(workers, size, seed, job.get("sparsity"))
     state = base.SyncState(rank=rank, workers=workers, world=world)
-    reference = algo.reference
+    reference = algo.reference if algo is not None else None
     ref_memory: dict = {}  # the oracle's own state across iterations (e.g. every rank's residual)
     timeout = float(job.get("timeout_s", 120))
     comm = Comm(rank, world, job["store"], nics, groups, timeout_s=timeout, sink=log.write)
     log.write({"event": "connected", "t": time.time()})
     wait_for_go(job.get("go_file"), timeout)
+    if job.get("probe"):  # measure the all-reduce cost model instead of iterating (runner: link model)
+        from workloads.probe import measure_allreduce  # noqa: PLC0415
+
+        probe = job["probe"]
+        points = measure_allreduce(comm, [int(b) for b in probe["sizes_bytes"]], int(probe.get("reps", 3)))
+        if rank == 0:
+            log.write({"event": "probe", "points": points, "t": time.time()})
+        comm.store_barrier("end")
+        return
     total = warmup + iters
     for it in range(total):
         if crash and int(crash.get("rank", -1)) == rank and int(crash.get("iter", -1)) == it:

@@ -151,3 +151,20 @@ def test_sparse_synthetic_gradients_have_zero_blocks_and_an_exact_sum():
     assert torch.equal(mine, xs[2]) and torch.equal(total, sum(xs))
     with pytest.raises(ValueError, match="zero_blocks=1.5 must be a fraction"):
         SyntheticGradients(2, 10, 0, {"zero_blocks": 1.5})
+
+
+def test_probe_mode_times_ring_allreduces_and_the_fit_reads_them(tmp_path):
+    """The runner's link probe (emulation/linkprobe.py) as the workers run it, on `lo`."""
+    from emulation.linkprobe import read_points
+    from workloads.linkmodel import fit_alpha_beta
+
+    sizes = [4096, 65536, 1 << 20]
+    job = {"algorithm": "probe", "plan": {}, "groups": [], "workers": 3, "servers": 0, "world": 3,
+           "model": {"spec": "probe", "layers": [["probe", 1, 0.0]]}, "iters": 0, "warmup": 0, "seed": 0,
+           "store": str(tmp_path / "store"), "log_dir": str(tmp_path / "w"), "timeout_s": 30,
+           "probe": {"sizes_bytes": sizes, "reps": 2}}
+    spawn_ranks(3, _child, lambda r: (r, job), timeout_s=90)
+    points = read_points(tmp_path / "w" / "rank0.jsonl")
+    assert [b for b, _ in points] == sizes and all(s > 0 for _, s in points)
+    model = fit_alpha_beta([b for b, _ in points], [s for _, s in points])
+    assert model.beta > 0

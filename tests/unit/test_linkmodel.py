@@ -86,3 +86,16 @@ def test_bad_input_fails_in_one_line(make, message):
     with pytest.raises(ValueError, match=message) as err:
         make()
     assert "\n" not in str(err.value)
+
+
+def test_stand_in_keeps_alpha_to_beta_size_and_scales_time_by_one_factor():
+    from workloads.linkmodel import stand_in
+
+    real = LinkModel(0.908e-3, 7.40e-10)  # the authors' 16 workers on 10GbE
+    emu = LinkModel(0.020, 7.5e-7)
+    s, d = stand_in(real, emu)
+    for m in (1e3, 1e6, 1e8):  # a real tensor of m bytes and its stand-in of m / s bytes
+        assert emu.t(m / s) == pytest.approx(d * real.t(m), rel=1e-12)
+        assert emu.alpha / (emu.beta * m / s) == pytest.approx(real.alpha / (real.beta * m), rel=1e-12)
+    with pytest.raises(ValueError, match="emulated link model needs alpha > 0"):
+        stand_in(real, LinkModel(0.0, 1e-7))
