@@ -128,6 +128,8 @@ class PlannedRun:
     model: object  # workloads.models.Model (after scaling)
     spec: str = ""  # the algorithm with its options, canonical (`topk,density=0.01`)
     options: dict = field(default_factory=dict)  # the raw options the spec gave
+    size_scale: float = 1.0  # the model's sizes were divided by this (time dilation)
+    link: object = None  # the measured LinkModel once the runner has it (re-planning)
 
     @property
     def label(self) -> str:
@@ -142,7 +144,8 @@ class PlannedRun:
                                  layer_sizes=tuple(self.model.layer_sizes), layers=tuple(
                                      (l.name, l.numel, l.backward_s) for l in self.model.layers),
                                  nics=len(self.topology.host_nics(all_hosts[0])), topology=self.topology,
-                                 hosts=tuple(self.hosts), options=dict(self.options))
+                                 hosts=tuple(self.hosts), options=dict(self.options),
+                                 size_scale=self.size_scale, link=self.link)
 
 
 def validate(cfg: RunConfig) -> list[PlannedRun]:
@@ -191,7 +194,7 @@ def validate(cfg: RunConfig) -> list[PlannedRun]:
                                  f"which has {len(all_hosts)} hosts")
             hosts = place(topo, workers + servers, cfg.placement)
             run = PlannedRun(len(runs) + 1, topo, a, hosts, workers, servers, {}, model,
-                             spec=base.spec_of(a, raw), options=raw)
+                             spec=base.spec_of(a, raw), options=raw, size_scale=float(cfg.size_scale))
             _, run.plan = base.plan_for(a, run.context())
             runs.append(run)
     if cfg.link_down:

@@ -62,6 +62,7 @@ class PlanContext:
     options: dict = field(default_factory=dict)  # algorithm-specific knobs (typed after check_context)
     layers: tuple = ()  # ((name, numel, backward_s), ...) forward order, as the run produces them
     link: Any = None  # workloads.linkmodel.LinkModel (measured or given) for planners that need one
+    size_scale: float = 1.0  # the run's gradients are the real model's / size_scale (time dilation)
 
     @property
     def world(self) -> int:

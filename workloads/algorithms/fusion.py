@@ -5,11 +5,10 @@ open bucket in the order backprop produces them, and the bucket is all-reduced o
 holds at least `bucket_mb` MiB; a tensor at least that large goes alone (merge.fusion has
 the rule, step by step). PyTorch DDP's default is 25 MiB, Horovod's 64 MiB.
 
-`bucket_mb` is in MiB of the gradients as this run has them. The runner may scale a model
-down under time dilation; the experiment then states bucket_mb already scaled by the same
-factor (25 MiB of a model scaled to 1/10 is bucket_mb=2.5), or the buckets would hold ten
-times more of the model than DDP's do. Plan, traffic and executor:
-workloads/algorithms/_layerwise.py.
+`bucket_mb` is in MiB of the REAL model: under time dilation the runner divides the
+gradients by `ctx.size_scale`, and the bucket is divided by the same factor (25 MiB of a
+model scaled to 1/10 holds 2.5 MiB of the run's gradients), so a bucket holds the same
+layers as DDP's or Horovod's would. Plan, traffic and executor: workloads/algorithms/_layerwise.py.
 """
 from __future__ import annotations
 
@@ -19,14 +18,14 @@ from workloads.algorithms.base import Algorithm, Option, number
 MIB = 2**20
 OPTIONS = {
     "bucket_mb": Option(25.0, number(0, lo_open=True),
-                        "MiB > 0 of the gradients as the run has them (PyTorch DDP 25, Horovod 64)"),
+                        "MiB > 0 of the real model's gradients (PyTorch DDP 25, Horovod 64)"),
 }
 
 
 def plan(ctx) -> dict:
     bucket_mb = ctx.options["bucket_mb"]
     return _layerwise.make_plan(ctx, "fusion", "fusion", _layerwise.measured_link(ctx),
-                                bucket_bytes=bucket_mb * MIB, bucket_mb=bucket_mb)
+                                bucket_bytes=bucket_mb * MIB / ctx.size_scale, bucket_mb=bucket_mb)
 
 
 ALGORITHM = Algorithm(
