@@ -6,20 +6,41 @@ here is a `Model`, a tuple of `Layer(name, numel, backward_s)` in forward order,
 `backward_s` is the time backpropagation spends between the previous layer's gradient
 (in backward order) and this one's (MG-WFBP's t_b^(l); Shi et al., INFOCOM 2019).
 
-Duties are split three ways:
+Duties are split four ways:
 - spec parsing and the registry (`load`, `valid_specs`): a spec names a model and its
-  options, e.g. `synthetic,mb=4,layers=8,compute_ms=20` or `vgg19,batch=16`;
-- the networks themselves (`LeNet5`, `VGG19`, `ResNet18`), written in plain torch.nn
-  (no torchvision, nothing downloaded), and the profiler that times their backward
-  pass on this CPU; results are cached in `~/.cache/syncbed/`;
+  options, e.g. `synthetic,mb=4,layers=8,compute_ms=20`, `vgg19,batch=16`,
+  `resnet50,tensors=0` or `torchvision:mobilenet_v2`;
+- the networks themselves: the project's own in plain torch.nn (`LeNet5`, `VGG19`,
+  `ResNet18` for the BML experiments, `ResNet20` and `LSTMPTB` for MG-WFBP and gTop-k)
+  and torchvision's ImageNet architectures (built with weights=None: nothing is
+  downloaded), and the profiler that times their backward pass on this CPU; results are
+  cached in `~/.cache/syncbed/`;
+- shipped profiles (`workloads/profiles/<name>-b<batch>.json`, written by
+  `python -m workloads.models profile NAME`): the big networks take up to a minute each
+  to profile on a shared 2-core machine and come out noisy there, so their per-tensor
+  times (thread CPU time, see CLOCKS) travel with the code and `load` prefers them;
 - `DigitsTrainer`, real data-parallel SGD of LeNet-5 on scikit-learn's digits, for
   convergence experiments: it produces real gradients and applies the synchronized sum.
 
-Layers are the modules that own parameters directly: a conv or linear layer with its
-bias is one layer, a BatchNorm's affine parameters are a layer of their own.
+Granularity. With `tensors=0` a layer is a module that owns parameters directly: a conv
+or linear layer with its bias is one layer, a BatchNorm's affine parameters are a layer
+of their own (the default of lenet5, vgg19 and resnet18, as the BML experiments count).
+With `tensors=1` (the default of every other network) a layer is one parameter tensor,
+weights and biases apart, as MG-WFBP's and gTop-k's PyTorch code count them (one hook
+per `named_parameters()` entry), named like `features.0.weight`; a module's tensors keep
+their `named_parameters` order. Backward time is still measured per module, and all of
+it goes to the module's *last* tensor (its bias, for a conv or linear layer), the rest
+get 0: PyTorch computes a module's weight and bias gradients in one backward node
+(ConvolutionBackward0, AddmmBackward0, NativeBatchNormBackward0 return them together),
+so they are ready within microseconds of each other, and per-tensor stamps would only
+measure the order of two AccumulateGrad steps. Gradients are produced last layer first,
+so the module's last tensor is its first one produced: with its module's whole time on
+it, every tensor of the module is ready exactly when the module is, and both
+granularities describe the same backward timeline.
 """
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import math
@@ -27,8 +48,11 @@ import os
 import platform
 import re
 import statistics
+import sys
 import tempfile
 import time
+import types
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
@@ -42,6 +66,16 @@ MIB = 1 << 20
 CACHE_FORMAT = 1  # bump when the profile method changes, so old cache entries are ignored
 PROFILE_RUNS = 5  # timed backward passes; the median of each layer's time is kept
 PROFILE_WARMUP = 1  # untimed passes first (allocator and kernel selection)
+PROFILE_FORMAT = 1  # of the shipped profile files
+PROFILES_DIR = Path(__file__).resolve().parent / "profiles"
+# Clocks of the profiler. Backward runs on the calling thread here (CPU autograd, one
+# intra-op thread), so the thread's CPU time equals wall time on an idle machine but
+# leaves out the time other processes held the core: shipped profiles use it, because
+# the 2-core machines that make them are shared. Live profiles keep the wall clock
+# their cached entries were made with.
+CLOCKS = {"wall": time.perf_counter, "thread": time.thread_time}
+TORCHVISION = "torchvision:"  # spec prefix: any classification model of torchvision.models
+TORCHVISION_BATCH = 2  # default batch of a `torchvision:NAME` spec (ImageNet-size inputs)
 
 
 # --------------------------------------------------------------------------- data model
@@ -162,7 +196,11 @@ VGG19_CONFIG = (64, 64, "M", 128, 128, "M", 256, 256, 256, 256, "M",
 class VGG19(nn.Module):
     """VGG-19 (Simonyan & Zisserman 2015, configuration E) as commonly used on CIFAR-10:
     16 3x3 convolutions without BatchNorm, 32x32 input pooled down to 1x1x512, and one
-    512->10 linear classifier: 20,029,514 parameters."""
+    512->10 linear classifier: 20,029,514 parameters.
+
+    Not torchvision's `vgg19`, the ImageNet network (224x224 input, 7x7x512 features and
+    three linear layers 25088->4096->4096->1000: 143,667,240 parameters); the BML
+    experiments use this one, so it stays as it is."""
 
     def __init__(self, classes: int = 10):
         super().__init__()
@@ -204,7 +242,14 @@ class BasicBlock(nn.Module):
 class ResNet18(nn.Module):
     """ResNet-18 (He et al. 2016), CIFAR-10 variant: 3x3 stem without max-pooling,
     four stages of two basic blocks (64, 128, 256, 512 channels), global average
-    pooling, 512->10 classifier: 11,173,962 parameters."""
+    pooling, 512->10 classifier: 11,173,962 parameters.
+
+    Not torchvision's `resnet18` as built (ImageNet: 7x7 stride-2 stem, max-pooling,
+    512->1000 classifier, 11,689,512 parameters). With `num_classes=10`, `conv1` replaced
+    by a 3x3 stride-1 convolution and `maxpool` by `nn.Identity()`, torchvision's is the
+    same network (same 62 parameter tensors, shapes and order; its shortcut is called
+    `downsample`); this definition stays so that layer names and the BML experiments'
+    numbers do not change."""
 
     def __init__(self, classes: int = 10):
         super().__init__()
@@ -225,9 +270,128 @@ class ResNet18(nn.Module):
         return self.linear(out)
 
 
+
+
+class CifarBlock(nn.Module):
+    """Basic block of He et al.'s CIFAR ResNets (2016, §4.2) with their option A shortcut:
+    where a stage halves the map and doubles the channels, the identity is subsampled
+    (stride 2) and zero-padded with the missing channels, so shortcuts own no parameters."""
+
+    def __init__(self, in_planes: int, planes: int, stride: int = 1):
+        super().__init__()
+        self.conv1 = nn.Conv2d(in_planes, planes, 3, stride=stride, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(planes)
+        self.conv2 = nn.Conv2d(planes, planes, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(planes)
+        self.stride, self.extra = stride, planes - in_planes
+
+    def forward(self, x):
+        out = F.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        shortcut = x
+        if self.stride != 1 or self.extra:
+            shortcut = x[:, :, ::self.stride, ::self.stride]
+            half = self.extra // 2
+            shortcut = F.pad(shortcut, (0, 0, 0, 0, half, self.extra - half))
+        return F.relu(out + shortcut)
+
+
+class ResNet20(nn.Module):
+    """ResNet-20 for CIFAR-10 (He et al. 2016, §4.2): a 3x3 convolution to 16 channels,
+    three stages of n=3 basic blocks with 16, 32 and 64 channels on 32x32, 16x16 and 8x8
+    maps, global average pooling and a 64->10 classifier: 6n+2 = 20 weighted layers.
+    Option A shortcuts (the paper's choice on CIFAR) own no parameters, so the network
+    has 269,722 (the paper's "0.27M"): 432 + 32 (stem), 14,016 + 51,072 + 203,520
+    (stages), 650 (classifier); 59 parameter tensors."""
+
+    def __init__(self, classes: int = 10, blocks: int = 3):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 16, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(16)
+        stages, in_planes = [], 16
+        for planes, stride in ((16, 1), (32, 2), (64, 2)):
+            stages.append(nn.Sequential(*(CifarBlock(in_planes if i == 0 else planes, planes,
+                                                     stride if i == 0 else 1)
+                                          for i in range(blocks))))
+            in_planes = planes
+        self.layer1, self.layer2, self.layer3 = stages
+        self.linear = nn.Linear(64, classes)
+
+    def forward(self, x):
+        out = F.relu(self.bn1(self.conv1(x)))
+        out = self.layer3(self.layer2(self.layer1(out)))
+        out = torch.flatten(F.adaptive_avg_pool2d(out, 1), 1)
+        return self.linear(out)
+
+
+class LSTMPTB(nn.Module):
+    """Word-level LSTM language model on Penn Treebank, the "large" network of Zaremba
+    et al. 2014: a 10,000-word vocabulary embedded in 1500 dimensions, 2 LSTM layers of
+    1500 units, dropout 0.65, an untied 1500->10,000 decoder, unrolled over 35 steps with
+    batches of 20: 15,000,000 + 2 x 18,012,000 + 15,010,000 = 66,034,000 parameters.
+
+    The size is the one of the LSTM that MG-WFBP's public PyTorch code trains on PTB
+    (`lstm(vocab_size, batch_size)` with its defaults: 1500 units, 2 layers, 35 steps,
+    batch 20) and of gTop-k's LSTM-PTB (66.0M parameters, docs/papers/gtopk.md). One
+    copy of that `lstm` class ties the decoder to the embedding (51,034,000 distinct
+    parameters); untied, as here, is Zaremba et al.'s 66M large model. Each LSTM layer is
+    an nn.LSTM of its own, so that the layer is a module: the upper layer's gradients
+    are complete before the lower one's, and module granularity keeps them apart.
+    Input: token ids (batch, 35); output: logits (batch, 35, 10,000).
+    """
+
+    def __init__(self, vocab: int = 10_000, hidden: int = 1500, layers: int = 2,
+                 dropout: float = 0.65):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab, hidden)
+        self.rnn = nn.ModuleList(nn.LSTM(hidden, hidden, batch_first=True) for _ in range(layers))
+        self.drop = nn.Dropout(dropout)
+        self.decoder = nn.Linear(hidden, vocab)
+
+    def forward(self, tokens):
+        x = self.drop(self.embedding(tokens))
+        for rnn in self.rnn:
+            x, _ = rnn(x)  # zero initial state: one truncated-BPTT window
+            x = self.drop(x)
+        return self.decoder(x)
+
+
+def torchvision_models() -> types.ModuleType:
+    """`torchvision.models`, imported on first use (about 2 s, paid only by specs that need it).
+
+    PyPI's torchvision 0.28.0 wheel is built against the CUDA torch: its C extension (the
+    detection ops, e.g. nms) links libc10_cuda.so, which the CPU build of torch lacks.
+    torchvision then runs without the extension, except that `_meta_registrations`
+    registers a fake nms kernel unconditionally and the import fails with "operator
+    torchvision::nms does not exist" (pytorch/vision#9085). Classification models use
+    none of those ops, so on exactly that failure the import is retried with that one
+    module replaced by an empty one (nothing was registered before it failed).
+    """
+    try:
+        import torchvision  # noqa: PLC0415
+    except RuntimeError as err:
+        if "torchvision::nms" not in str(err):
+            raise
+        for module in [m for m in sys.modules if m == "torchvision" or m.startswith("torchvision.")]:
+            del sys.modules[module]
+        sys.modules["torchvision._meta_registrations"] = types.ModuleType("torchvision._meta_registrations")
+        import torchvision  # noqa: PLC0415
+    return torchvision.models
+
+
+def _torchvision_builder(name: str, **kwargs) -> Callable[[], nn.Module]:
+    def build():
+        with warnings.catch_warnings():
+            # googlenet and inception_v3 warn that their default initialisation will
+            # change; initial values matter to neither gradient sizes nor backward times.
+            warnings.filterwarnings("ignore", "The default weight initialization", FutureWarning)
+            return torchvision_models().get_model(name, weights=None, **kwargs)
+    return build
+
+
 def param_layers(net: nn.Module) -> list:
     """`[(name, module)]` for the modules owning parameters directly, in declaration
-    order (equal to forward order for the networks above; the unit tests check it)."""
+    order (equal to forward order for the project's networks; the unit tests check it)."""
     return [(name, module) for name, module in net.named_modules()
             if any(True for _ in module.parameters(recurse=False))]
 
@@ -239,26 +403,90 @@ def _layer_numel(module: nn.Module) -> int:
 @dataclass(frozen=True)
 class _Network:
     build: Callable[[], nn.Module]
-    input_shape: tuple  # (C, H, W) of one sample
-    classes: int
+    input_shape: tuple  # one sample: (C, H, W) of an image, or (T,) token ids
+    classes: int  # classes, or the vocabulary of a language model
     default_batch: int
     summary: str
+    tensors: bool = False  # default granularity: one layer per parameter tensor
+    tokens: bool = False  # language model: integer input, a target per token
+    torchvision: str = ""  # torchvision.models name ("": the project's own network)
+    tv_kwargs: tuple = ()  # (key, value) pairs passed to torchvision's builder
+
+
+def _tv(name: str, input_size: int, batch: int, summary: str, **kwargs) -> _Network:
+    return _Network(_torchvision_builder(name, **kwargs), (3, input_size, input_size), 1000,
+                    batch, summary, tensors=True, torchvision=name,
+                    tv_kwargs=tuple(sorted(kwargs.items())))
 
 
 # Default batches keep an uncached profile (1 warm-up + PROFILE_RUNS passes, one thread)
 # within a few seconds; pass `,batch=B` for the batch of the experiment being reproduced.
+# For the networks with a shipped profile the default is the shipped batch (SHIPPED).
 NETWORKS = {
     "lenet5": _Network(LeNet5, (1, 32, 32), 10, 64, "LeNet-5, 1x32x32 input, 10 classes"),
     "vgg19": _Network(VGG19, (3, 32, 32), 10, 16, "VGG-19 (CIFAR-10, no BatchNorm)"),
     "resnet18": _Network(ResNet18, (3, 32, 32), 10, 16, "ResNet-18 (CIFAR-10 variant)"),
+    "resnet20": _Network(ResNet20, (3, 32, 32), 10, 32, "ResNet-20 (CIFAR-10, He et al. 2016)",
+                         tensors=True),
+    "resnet50": _tv("resnet50", 224, 2, "torchvision ResNet-50 (ImageNet)"),
+    "resnet152": _tv("resnet152", 224, 2, "torchvision ResNet-152 (ImageNet)"),
+    # With both auxiliary classifiers, trained with their losses, like the GoogLeNet of
+    # MG-WFBP's INFOCOM runs (B-Caffe trace: 13,379,136 parameters, docs/papers/mgwfbp.md;
+    # torchvision's has BatchNorm: 13,004,888). Inception-v3 without its auxiliary head,
+    # as MG-WFBP's PyTorch code builds it; `torchvision:inception_v3` keeps it.
+    "googlenet": _tv("googlenet", 224, 2, "torchvision GoogLeNet (ImageNet, with both aux heads)"),
+    "densenet201": _tv("densenet201", 224, 2, "torchvision DenseNet-201 (ImageNet)"),
+    "inception_v3": _tv("inception_v3", 299, 2, "torchvision Inception-v3 (ImageNet 299x299, no aux head)",
+                        aux_logits=False, init_weights=True),
+    "vgg16": _tv("vgg16", 224, 2, "torchvision VGG-16 (ImageNet)"),
+    "alexnet": _tv("alexnet", 224, 2, "torchvision AlexNet (ImageNet)"),
+    "lstm_ptb": _Network(LSTMPTB, (35,), 10_000, 20,
+                         "LSTM language model, PTB (Zaremba et al. large: 2x1500, 35 steps)",
+                         tensors=True, tokens=True),
 }
+# Shipped profiles (workloads/profiles/), regenerated with
+# `python -m workloads.models profile <names>`, one network after the other.
+SHIPPED = ("resnet20", "resnet50", "resnet152", "googlenet", "densenet201", "inception_v3",
+           "vgg16", "alexnet", "lstm_ptb")
+# torchvision:NAME is timed on ImageNet's 224x224 except where the architecture has its
+# own size; networks trained at other resolutions (EfficientNet-B1..B7) run at 224 too.
+TORCHVISION_INPUT = {"inception_v3": 299}
+
+
+def _torchvision_network(name: str) -> _Network:
+    """A `torchvision:NAME` network: torchvision's builder with its own defaults."""
+    size = TORCHVISION_INPUT.get(name, 224)
+    return _Network(_torchvision_builder(name), (3, size, size), 1000, TORCHVISION_BATCH,
+                    f"torchvision {name} (ImageNet {size}x{size}, torchvision's defaults)",
+                    tensors=True, torchvision=name)
+
+
+def _resolve(spec: str, name: str) -> tuple:
+    """(registry key, _Network) of model `name` (lower case); ValueError names the valid ones.
+
+    `torchvision:NAME` is any classification model of torchvision.models; one that equals
+    a registered network (`torchvision:resnet50` is `resnet50`) resolves to it, so it
+    shares its shipped profile and cache entries."""
+    if name in NETWORKS:
+        return name, NETWORKS[name]
+    if not name.startswith(TORCHVISION):
+        raise _bad(spec, f"unknown model {name!r}")
+    tv_name = name[len(TORCHVISION):]
+    zoo = torchvision_models()
+    valid = zoo.list_models(module=zoo)
+    if tv_name not in valid:
+        raise _bad(spec, f"unknown torchvision model {tv_name!r} (torchvision "
+                         f"{sys.modules['torchvision'].__version__} has: {', '.join(valid)})")
+    for key, net in NETWORKS.items():
+        if net.torchvision == tv_name and not net.tv_kwargs:
+            return key, net
+    return name, _torchvision_network(tv_name)
 
 
 def build_network(name: str) -> nn.Module:
-    """A fresh instance of a registered network (weights from torch's default init)."""
-    if name not in NETWORKS:
-        raise ValueError(f"unknown network {name!r}; valid: {', '.join(NETWORKS)}")
-    return NETWORKS[name].build()
+    """A fresh instance of a registered network or `torchvision:NAME` (no weights loaded)."""
+    _, net = _resolve(name, name.lower())
+    return net.build()
 
 
 # --------------------------------------------------------------------------- specs
@@ -268,6 +496,10 @@ def valid_specs() -> list:
     """Spec templates, defaults shown in brackets; used in every error message."""
     specs = ["synthetic,mb=<MiB>[,layers=1][,compute_ms=0]"]
     specs += [f"{name}[,batch={net.default_batch}]" for name, net in NETWORKS.items()]
+    specs += [f"{TORCHVISION}NAME[,batch={TORCHVISION_BATCH}] (NAME: any of "
+              f"torchvision.models.list_models(module=torchvision.models))",
+              "<network>,tensors=0|1 (1: a layer per parameter tensor, the default for all "
+              "but lenet5, vgg19, resnet18; 0: per module)"]
     return specs
 
 
@@ -331,47 +563,79 @@ def _synthetic(spec: str, options: dict) -> Model:
 def load(spec: str, cache_dir: str | os.PathLike | None = None) -> Model:
     """The model named by `spec` (see `valid_specs()`); ValueError says what is wrong.
 
-    Real networks are profiled on this CPU the first time (one thread, see `profile`)
-    and the result is cached in `cache_dir` (default `$SYNCBED_CACHE_DIR` or
+    A network with a shipped profile for the batch asked (`workloads/profiles/`) is read
+    from it. Otherwise it is profiled on this CPU the first time (one thread, see
+    `profile`) and the result is cached in `cache_dir` (default `$SYNCBED_CACHE_DIR` or
     `~/.cache/syncbed/`), keyed by spec, torch version and CPU model.
     """
     name, options = _parse(spec)
     if name == "synthetic":
         return _synthetic(spec, options)
-    if name not in NETWORKS:
-        raise _bad(spec, f"unknown model {name!r}")
-    unknown = set(options) - {"batch"}
+    key, net = _resolve(spec, name)
+    unknown = set(options) - {"batch", "tensors"}
     if unknown:
         raise _bad(spec, f"unknown option(s) {', '.join(sorted(unknown))} for {name}")
-    net = NETWORKS[name]
     batch = _number(spec, "batch", options.get("batch", str(net.default_batch)), int, 1, strict=False)
-    canonical = f"{name},batch={batch}"
-    path, key = _cache_entry(canonical, cache_dir)
-    cached = _read_cache(path, key)
+    tensors = options.get("tensors", "1" if net.tensors else "0")
+    if tensors not in ("0", "1"):
+        raise _bad(spec, f"tensors={tensors} must be 0 or 1")
+    tensors = tensors == "1"
+    shipped = read_profile(key, batch)
+    if shipped is not None:
+        return Model(spec.strip(), _granular(shipped["tensors"], tensors),
+                     _shipped_source(shipped, tensors))
+    # Per-module entries keep the key they always had, so existing caches stay valid.
+    canonical = f"{key},batch={batch}" + (",tensors=1" if tensors else "")
+    path, cache_key = _cache_entry(canonical, cache_dir)
+    cached = _read_cache(path, cache_key)
     if cached is not None:
         return Model.from_list(spec.strip(), cached["layers"], cached["source"])
-    model = profile(name, batch)
-    _write_cache(path, key, model)
+    model = profile(key, batch, tensors=tensors)
+    _write_cache(path, cache_key, model)
     return Model(spec.strip(), model.layers, model.source)
 
 
 # --------------------------------------------------------------------------- profiling
 
 
-def profile(name: str, batch: int, runs: int = PROFILE_RUNS, warmup: int = PROFILE_WARMUP) -> Model:
+def profile(name: str, batch: int, runs: int = PROFILE_RUNS, warmup: int = PROFILE_WARMUP,
+            tensors: bool = False) -> Model:
     """Time the backward pass of network `name` layer by layer on this CPU, one thread.
 
+    `measure` gives one row per parameter tensor with its module's time on the module's
+    last tensor; `tensors=False` sums each module's rows back into one layer (see the
+    module docstring). Uncached, no network call.
+    """
+    key, net = _resolve(name, name.lower())
+    rows = measure(key, batch, runs, warmup)
+    source = (f"profiled on this CPU ({_cpu_name()}), torch {torch.__version__}, 1 thread, "
+              f"batch {batch} of {_input_text(net)}, per-layer median of {runs} backward passes "
+              f"after {warmup} warm-up")
+    if tensors:
+        source += "; one layer per parameter tensor, a module's time on its last tensor"
+    return Model(f"{key},batch={batch}" + (",tensors=1" if tensors else ""),
+                 _granular(rows, tensors), source)
+
+
+def measure(name: str, batch: int, runs: int = PROFILE_RUNS, warmup: int = PROFILE_WARMUP,
+            clock: str = "wall") -> list:
+    """`[[tensor, numel, backward_s, module], ...]`: network `name` timed on this CPU
+    with `clock` (a key of CLOCKS).
+
     Each parameter gets a post-accumulate-grad hook that stamps the moment its
-    gradient exists; a layer is ready when its last parameter is. Sorting layers by
-    readiness, a layer's time is its stamp minus the previous one (the first one's
-    from the start of `loss.backward()`), so it covers this layer's backward kernels
-    and the parameter-free ops (ReLU, pooling) between it and the layer after it,
+    gradient exists; a module is ready when its last parameter is. Sorting modules by
+    readiness, a module's time is its stamp minus the previous one (the first one's
+    from the start of `loss.backward()`), so it covers this module's backward kernels
+    and the parameter-free ops (ReLU, pooling) between it and the module after it,
     and the times sum to the whole backward pass up to the last gradient. Module
     backward hooks would not do: they fire on the gradient w.r.t. the module's
-    input, which the first layer never computes. Each layer keeps its median over
-    `runs` timed passes, after `warmup` untimed ones. Uncached, no network call.
+    input, which the first layer never computes. Each module keeps its median over
+    `runs` timed passes, after `warmup` untimed ones, and it goes to the module's last
+    tensor (module docstring). Rows are in forward order: modules in the order the
+    first forward pass calls them, a module's tensors in `named_parameters` order.
     """
-    spec_net = NETWORKS[name]
+    _, spec_net = _resolve(name, name.lower())
+    now = CLOCKS[clock]
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # per-layer times comparable across runs and machines' load
     handles = []
@@ -379,46 +643,101 @@ def profile(name: str, batch: int, runs: int = PROFILE_RUNS, warmup: int = PROFI
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(0)
             net = spec_net.build()
-            x = torch.randn((batch, *spec_net.input_shape))
-            y = torch.randint(spec_net.classes, (batch,))
+            x, y = _example(spec_net, batch)
         net.train()
-        layers = param_layers(net)
-        stamps = {}
+        owners = param_layers(net)
+        called = {}
 
-        def stamp(index):
-            def hook(_param):
-                stamps[index] = time.perf_counter()  # params of one layer: last one wins
+        def first_call(module_name):
+            def hook(_module, _args):
+                called.setdefault(module_name, len(called))  # returns None: inputs untouched
             return hook
 
-        for index, (_, module) in enumerate(layers):
+        order_hooks = [module.register_forward_pre_hook(first_call(n)) for n, module in owners]
+        stamps = {}
+
+        def stamp(module_name):
+            def hook(_param):
+                stamps[module_name] = now()  # params of one module: last one wins
+            return hook
+
+        for module_name, module in owners:
             for param in module.parameters(recurse=False):
-                handles.append(param.register_post_accumulate_grad_hook(stamp(index)))
-        samples = [[] for _ in layers]
+                handles.append(param.register_post_accumulate_grad_hook(stamp(module_name)))
+        samples = {module_name: [] for module_name, _ in owners}
         for run in range(warmup + runs):
             net.zero_grad(set_to_none=True)
-            loss = F.cross_entropy(net(x), y)
+            loss = _loss(net(x), y)
+            for hook in order_hooks:  # the first forward pass gave the order
+                hook.remove()
+            order_hooks = []
             stamps.clear()
-            start = time.perf_counter()
+            start = now()
             loss.backward()
-            if len(stamps) != len(layers):
-                raise RuntimeError(f"profile {name}: {len(layers) - len(stamps)} layers got no gradient")
+            if len(stamps) != len(owners):
+                missing = [n for n, _ in owners if n not in stamps]
+                raise RuntimeError(f"profile {name}: {len(missing)} modules got no gradient "
+                                   f"({', '.join(missing[:5])})")
             if run < warmup:
                 continue
             previous = start
-            for index in sorted(stamps, key=stamps.get):
-                samples[index].append(stamps[index] - previous)
-                previous = stamps[index]
+            for module_name in sorted(stamps, key=stamps.get):
+                samples[module_name].append(stamps[module_name] - previous)
+                previous = stamps[module_name]
     finally:
         for handle in handles:
             handle.remove()
         torch.set_num_threads(threads)
-    model_layers = tuple(Layer(layer_name, _layer_numel(module), statistics.median(times))
-                         for (layer_name, module), times in zip(layers, samples))
-    c, h, w = spec_net.input_shape
-    source = (f"profiled on this CPU ({_cpu_name()}), torch {torch.__version__}, 1 thread, "
-              f"batch {batch} of {c}x{h}x{w}, per-layer median of {runs} backward passes "
-              f"after {warmup} warm-up")
-    return Model(f"{name},batch={batch}", model_layers, source)
+    position = {module_name: i for i, (module_name, _) in enumerate(owners)}
+    rows = []
+    for module_name, module in sorted(owners, key=lambda o: (called.get(o[0], math.inf), position[o[0]])):
+        params = list(module.named_parameters(recurse=False))
+        seconds = statistics.median(samples[module_name])
+        for i, (param_name, param) in enumerate(params):
+            full = f"{module_name}.{param_name}" if module_name else param_name
+            rows.append([full, param.numel(), seconds if i == len(params) - 1 else 0.0, module_name])
+    return rows
+
+
+def _example(net: _Network, batch: int) -> tuple:
+    """(input, target) of one batch, drawn from the current RNG."""
+    if net.tokens:
+        x = torch.randint(net.classes, (batch, *net.input_shape))
+        return x, torch.randint(net.classes, (batch, *net.input_shape))
+    x = torch.randn((batch, *net.input_shape))
+    return x, torch.randint(net.classes, (batch,))
+
+
+def _loss(out, y) -> torch.Tensor:
+    """Cross-entropy; a language model's logits (B, T, V) against targets (B, T); every
+    output of a tuple (torchvision's GoogLeNet/Inception with aux heads: the main and
+    auxiliary logits) adds its loss, so every head gets a gradient (weights are irrelevant
+    to backward time)."""
+    outputs = out if isinstance(out, tuple) else (out,)
+    return sum(F.cross_entropy(o.reshape(-1, o.shape[-1]), y.reshape(-1))
+               for o in outputs if o is not None)
+
+
+def _input_text(net: _Network) -> str:
+    if net.tokens:
+        return f"{net.input_shape[0]} tokens"
+    return "x".join(str(d) for d in net.input_shape)
+
+
+def _granular(rows: Iterable, tensors: bool) -> tuple:
+    """Layers from `measure` rows: one per tensor, or one per module (consecutive rows of
+    one module summed: its numel and its time, which lies on one of them)."""
+    if tensors:
+        return tuple(Layer(str(n), int(k), float(t)) for n, k, t, _ in rows)
+    layers, current = [], None
+    for _, numel, seconds, module in rows:
+        if current is not None and current[0] == module:
+            current[1] += int(numel)
+            current[2].append(float(seconds))
+        else:
+            current = [module, int(numel), [float(seconds)]]
+            layers.append(current)
+    return tuple(Layer(str(m) or "<root>", k, math.fsum(t)) for m, k, t in layers)
 
 
 def _cpu_name() -> str:
@@ -470,6 +789,85 @@ def _write_cache(path: Path, key: str, model: Model) -> None:
         os.replace(tmp, path)
     except OSError:
         pass
+
+
+# --------------------------------------------------------------------------- shipped profiles
+
+
+def profile_path(name: str, batch: int, folder: str | os.PathLike | None = None) -> Path:
+    """`<folder>/<name>-b<batch>.json` (`torchvision:NAME` -> `torchvision-NAME-b<batch>.json`)."""
+    return Path(folder if folder is not None else PROFILES_DIR) / f"{name.replace(':', '-')}-b{batch}.json"
+
+
+def read_profile(name: str, batch: int, folder: str | os.PathLike | None = None):
+    """The shipped profile of registry key `name` at `batch`, or None when none is shipped.
+    A file that is there but unreadable is an error, never a silent re-profile."""
+    path = profile_path(name, batch, folder)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return None
+    try:
+        entry = json.loads(text)
+        if entry["format"] != PROFILE_FORMAT or entry["network"] != name or entry["batch"] != batch:
+            raise ValueError(f"format/network/batch {entry['format']}/{entry['network']}/{entry['batch']}")
+        if not entry["tensors"] or any(len(row) != 4 for row in entry["tensors"]):
+            raise ValueError("rows must be [tensor, numel, backward_s, module]")
+    except (ValueError, KeyError, TypeError) as err:
+        raise ValueError(f"shipped profile {path} is unusable ({err}); regenerate it with "
+                         f"python -m workloads.models profile {name} --batch {batch}") from None
+    return entry
+
+
+def write_profile(name: str, batch: int, runs: int = PROFILE_RUNS, warmup: int = PROFILE_WARMUP,
+                  folder: str | os.PathLike | None = None, clock: str = "thread") -> tuple:
+    """Profile network `name` (`measure`) and write it for shipping: (path, entry).
+    One row per line keeps the file small and its diffs readable."""
+    key, net = _resolve(name, name.lower())
+    load_before = os.getloadavg()[0]  # other work on the machine skews the times: say so
+    rows = measure(key, batch, runs, warmup, clock)
+    entry = {
+        "format": PROFILE_FORMAT,
+        "network": key,
+        "summary": net.summary,
+        "batch": batch,
+        "input": _input_text(net),
+        "cpu": _cpu_name(),
+        "cores": os.cpu_count(),
+        "threads": 1,
+        "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)],  # before, after
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "torchvision": sys.modules["torchvision"].__version__ if net.torchvision else None,
+        "build": (f"torchvision.models.get_model({net.torchvision!r}, weights=None"
+                  + "".join(f", {k}={v!r}" for k, v in net.tv_kwargs) + ")"
+                  if net.torchvision else f"workloads.models.{net.build.__name__}()"),
+        "date": time.strftime("%Y-%m-%d"),
+        "method": (f"per-module median of {runs} backward passes after {warmup} warm-up, "
+                   f"{'thread CPU' if clock == 'thread' else 'wall-clock'} time between "
+                   f"post-accumulate-grad stamps; a module's time on its last tensor"),
+        "parameters": sum(row[1] for row in rows),
+        "backward_s": math.fsum(row[2] for row in rows),
+    }
+    header = json.dumps(entry, indent=1)[:-2]  # without the closing "\n}"
+    body = ",\n".join("  " + json.dumps([n, k, round(t, 9), m]) for n, k, t, m in rows)
+    path = profile_path(key, batch, folder)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".tmp-{path.name}")
+    tmp.write_text(f'{header},\n "tensors": [\n{body}\n ]\n}}\n')
+    os.replace(tmp, path)
+    return path, json.loads(path.read_text())
+
+
+def _shipped_source(entry: dict, tensors: bool) -> str:
+    source = (f"profiled on {entry['cpu']}, {entry['date']}, shipped "
+              f"(workloads/profiles/{profile_path(entry['network'], entry['batch']).name}): "
+              f"torch {entry['torch']}, {entry['threads']} thread, batch {entry['batch']} of "
+              f"{entry['input']}, {entry['method']}")
+    if tensors:
+        source += "; one layer per parameter tensor"
+    return source
 
 
 # --------------------------------------------------------------------------- real training
@@ -588,3 +986,47 @@ class DigitsTrainer:
             loss = F.cross_entropy(logits, self.y_test).item()
             accuracy = (logits.argmax(1) == self.y_test).float().mean().item()
         return loss, accuracy
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def main(argv=None) -> int:
+    """`python -m workloads.models profile NAME... [--batch B]`: write shipped profiles."""
+    parser = argparse.ArgumentParser(
+        prog="python -m workloads.models",
+        description="Profile networks' backward pass on this CPU (one thread) and write "
+                    "workloads/profiles/<name>-b<batch>.json, which load() then prefers.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    prof = commands.add_parser("profile", help="profile networks one after the other")
+    prof.add_argument("names", nargs="+", metavar="NAME",
+                      help=f"a registered network ({', '.join(NETWORKS)}) or {TORCHVISION}NAME")
+    prof.add_argument("--batch", type=int, help="default: the network's default batch")
+    prof.add_argument("--runs", type=int, default=PROFILE_RUNS)
+    prof.add_argument("--warmup", type=int, default=PROFILE_WARMUP)
+    prof.add_argument("--dir", default=str(PROFILES_DIR), help="default: %(default)s")
+    prof.add_argument("--clock", choices=sorted(CLOCKS), default="thread",
+                      help="thread CPU time (default; robust to other processes) or wall clock")
+    args = parser.parse_args(argv)
+    for name in args.names:
+        try:
+            _, net = _resolve(name, name.lower())
+            batch = args.batch if args.batch is not None else net.default_batch
+            if batch < 1 or args.runs < 1 or args.warmup < 0:
+                raise ValueError(f"batch {batch} and runs {args.runs} must be >= 1, warmup >= 0")
+        except ValueError as err:
+            print(f"profile {name}: {err}", file=sys.stderr)
+            return 2
+        # One at a time, never in parallel: two profiles on 2 cores would time each other.
+        start = time.perf_counter()
+        path, entry = write_profile(name, batch, args.runs, args.warmup, args.dir, args.clock)
+        modules = len({row[3] for row in entry["tensors"]})
+        print(f"{path}: {entry['network']} batch {batch}, {len(entry['tensors'])} tensors in "
+              f"{modules} modules, {entry['parameters']:,} parameters, backward "
+              f"{entry['backward_s']:.3f} s (profiled in {time.perf_counter() - start:.0f} s)",
+              flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -112,6 +112,231 @@ def test_default_batches_profile_quickly(tmp_path):
         assert model.spec == name
 
 
+# --------------------------------------------------------------------------- architectures
+# The MG-WFBP / gTop-k networks: one layer per parameter tensor, shipped profiles.
+
+
+def _resnet20_params():
+    """He et al. 2016 §4.2, option A shortcuts (no parameters), 3x3 convs without bias."""
+    conv = lambda cin, cout: 9 * cin * cout  # noqa: E731
+    bn = lambda c: 2 * c  # noqa: E731
+    stem = conv(3, 16) + bn(16)
+    stage1 = 3 * 2 * (conv(16, 16) + bn(16))
+    stage2 = conv(16, 32) + bn(32) + conv(32, 32) + bn(32) + 2 * 2 * (conv(32, 32) + bn(32))
+    stage3 = conv(32, 64) + bn(64) + conv(64, 64) + bn(64) + 2 * 2 * (conv(64, 64) + bn(64))
+    return stem + stage1 + stage2 + stage3 + 64 * 10 + 10
+
+
+def _lstm_ptb_params(vocab=10_000, hidden=1500, layers=2):
+    lstm_layer = 4 * hidden * (hidden + hidden) + 2 * 4 * hidden  # W_ih, W_hh, b_ih, b_hh
+    return vocab * hidden + layers * lstm_layer + hidden * vocab + vocab
+
+
+# Published counts of torchvision's definitions (torchvision docs / model cards), and the
+# project's closed forms. googlenet has both aux heads, inception_v3 none.
+SHIPPED_PARAMS = {
+    "resnet20": _resnet20_params(),  # 269,722
+    "resnet50": 25_557_032,
+    "resnet152": 60_192_808,
+    "googlenet": 13_004_888,
+    "densenet201": 20_013_928,
+    "inception_v3": 23_834_568,
+    "vgg16": 138_357_544,
+    "alexnet": 61_100_840,
+    "lstm_ptb": _lstm_ptb_params(),  # 66,034,000
+}
+
+
+def _meta_build(name):
+    """The network on the meta device: shapes only, no memory, no initialisation cost."""
+    with torch.device("meta"):
+        return models.build_network(name)
+
+
+def _forward_order(name, net):
+    """Parameter tensors in the order a forward pass (on the meta device) first calls
+    their modules, each module's in `named_parameters` order."""
+    spec = models.NETWORKS[name]
+    called = []
+    handles = [module.register_forward_pre_hook(
+        lambda _m, _args, n=n: None if n in called else called.append(n))
+        for n, module in models.param_layers(net)]
+    with torch.device("meta"):
+        net.train()
+        net(torch.zeros(1, *spec.input_shape, dtype=torch.long if spec.tokens else torch.float32))
+    for handle in handles:
+        handle.remove()
+    modules = dict(models.param_layers(net))
+    return [(f"{m}.{p}", t.numel()) for m in called
+            for p, t in modules[m].named_parameters(recurse=False)]
+
+
+def test_closed_forms_match_the_literature():
+    assert SHIPPED_PARAMS["resnet20"] == 269_722 and round(SHIPPED_PARAMS["resnet20"] / 1e6, 2) == 0.27
+    assert SHIPPED_PARAMS["lstm_ptb"] == 66_034_000  # Zaremba et al.'s large model: 66M
+
+
+def test_every_shipped_network_has_a_profile():
+    assert set(models.SHIPPED) == set(SHIPPED_PARAMS)
+    for name in models.SHIPPED:
+        assert models.profile_path(name, models.NETWORKS[name].default_batch).is_file(), name
+
+
+@pytest.mark.parametrize("name", sorted(SHIPPED_PARAMS))
+def test_shipped_profile_matches_the_network(name, tmp_path):
+    """The shipped rows are the network's parameter tensors, in forward order, and their
+    sizes sum to the network's own count (torchvision's for its models)."""
+    net_spec = models.NETWORKS[name]
+    entry = models.read_profile(name, net_spec.default_batch)
+    net = _meta_build(name)
+    named = [(n, p.numel()) for n, p in net.named_parameters()]
+    assert sum(k for _, k in named) == SHIPPED_PARAMS[name] == entry["parameters"]
+    rows = [(row[0], row[1]) for row in entry["tensors"]]
+    assert sorted(rows) == sorted(named)  # every tensor once
+    assert rows == _forward_order(name, net)  # googlenet's aux heads: after inception4a/4d
+    for key in ("cpu", "torch", "batch", "date", "input", "method"):
+        assert entry[key]
+    assert models.profile_path(name, net_spec.default_batch).stat().st_size < 100_000
+
+    model = models.load(name, cache_dir=tmp_path)  # default: shipped batch, tensors=1
+    assert model.spec == name
+    assert model.elements == SHIPPED_PARAMS[name]
+    assert [(layer.name, layer.numel) for layer in model.layers] == rows
+    assert "shipped" in model.source and "profiled on" in model.source
+    assert model.backward_s > 0 and model.backward_s == pytest.approx(entry["backward_s"])
+    # a module's whole time lies on its last tensor; the others get 0
+    modules = {}
+    for tensor, _, seconds, module in entry["tensors"]:
+        modules.setdefault(module, []).append(seconds)
+    assert all(all(t == 0 for t in times[:-1]) and times[-1] > 0 for times in modules.values())
+
+    per_module = models.load(f"{name},tensors=0", cache_dir=tmp_path)
+    assert len(per_module.layers) == len(modules) == len(models.param_layers(net))
+    assert [layer.name for layer in per_module.layers] == list(modules)
+    assert per_module.elements == model.elements
+    assert per_module.backward_s == pytest.approx(model.backward_s)
+    assert not list(tmp_path.iterdir())  # nothing profiled, nothing cached
+
+
+def test_tensor_layers_live_profile(tmp_path):
+    """tensors=1 on a live profile (a batch nothing is shipped for): one layer per
+    parameter tensor in forward order, named like `layer1.0.conv1.weight`, summing to
+    the parameters; tensors=0 of the same network gives its modules."""
+    model = models.load("resnet20,batch=2", cache_dir=tmp_path)
+    net = models.build_network("resnet20")
+    named = [(n, p.numel()) for n, p in net.named_parameters()]
+    assert [(layer.name, layer.numel) for layer in model.layers] == named
+    assert len(model.layers) == 59 and model.elements == SHIPPED_PARAMS["resnet20"]
+    assert "profiled on this CPU" in model.source and "batch 2 " in model.source
+    assert "one layer per parameter tensor" in model.source
+    per_module = models.load("resnet20,batch=2,tensors=0", cache_dir=tmp_path)
+    assert [layer.name for layer in per_module.layers] == [n for n, _ in models.param_layers(net)]
+    assert all(layer.backward_s > 0 for layer in per_module.layers)
+    assert len(list(tmp_path.glob("model-*.json"))) == 2  # both cached, apart
+
+    lenet = models.load("lenet5,batch=2,tensors=1", cache_dir=tmp_path)
+    assert [layer.name for layer in lenet.layers] == [
+        f"{m}.{p}" for m in ("conv1", "conv2", "fc1", "fc2", "fc3") for p in ("weight", "bias")]
+    assert [layer.backward_s == 0 for layer in lenet.layers] == [True, False] * 5
+    assert lenet.elements == PARAMS["lenet5"]
+
+
+@pytest.mark.parametrize("name", ["resnet20", "lstm_ptb"])
+def test_project_networks_in_forward_order(name):
+    net = models.build_network(name)
+    layers = models.param_layers(net)
+    called = []
+    handles = [module.register_forward_pre_hook(lambda m, args, n=n: called.append(n))
+               for n, module in layers]
+    spec = models.NETWORKS[name]
+    x = torch.zeros(2, *spec.input_shape, dtype=torch.long if spec.tokens else torch.float32)
+    out = net(x)
+    for handle in handles:
+        handle.remove()
+    assert called == [n for n, _ in layers]
+    assert out.shape == ((2, 35, 10_000) if spec.tokens else (2, 10))
+
+
+def test_resnet20_has_option_a_shortcuts():
+    names = [n for n, _ in models.build_network("resnet20").named_parameters()]
+    assert not [n for n in names if "shortcut" in n or "downsample" in n]
+    assert sum(".conv" in n for n in names) == 18  # + stem + classifier = 20 weighted layers
+
+
+def test_torchvision_any_classification_model(tmp_path):
+    """`torchvision:NAME`: torchvision's builder with its defaults, profiled here (a small
+    network at batch 1), one layer per tensor; the count is torchvision's own."""
+    start = time.perf_counter()
+    model = models.load("torchvision:mobilenet_v2,batch=1", cache_dir=tmp_path)
+    assert time.perf_counter() - start < 60
+    net = _meta_build("torchvision:mobilenet_v2")
+    assert model.elements == sum(p.numel() for p in net.parameters()) == 3_504_872
+    assert [layer.name for layer in model.layers] == [n for n, _ in net.named_parameters()]
+    assert model.spec == "torchvision:mobilenet_v2,batch=1"
+    assert "batch 1 of 3x224x224" in model.source
+    assert models.load("torchvision:mobilenet_v2,batch=1", cache_dir=tmp_path) == model  # cached
+
+
+def test_torchvision_names_resolve_to_registered_networks(tmp_path):
+    """torchvision:resnet50 is the registered resnet50 (same shipped profile);
+    inception_v3 is registered without its aux head, so torchvision:inception_v3 (with
+    it) is a network of its own."""
+    for name in ("resnet50", "googlenet"):
+        model = models.load(f"torchvision:{name}", cache_dir=tmp_path)
+        assert model.spec == f"torchvision:{name}" and "shipped" in model.source
+        assert model.layers == models.load(name, cache_dir=tmp_path).layers
+    with_aux = sum(p.numel() for p in _meta_build("torchvision:inception_v3").parameters())
+    assert with_aux == 27_161_264 > SHIPPED_PARAMS["inception_v3"]
+    assert not list(tmp_path.iterdir())
+
+
+def test_cifar_networks_are_not_torchvisions():
+    """vgg19/resnet18 are the CIFAR-10 networks of the BML experiments, not torchvision's
+    ImageNet ones; torchvision's resnet18 with a CIFAR stem is the same network."""
+    zoo = models.torchvision_models()
+    with torch.device("meta"):
+        tv_vgg19, tv_resnet18 = zoo.vgg19(weights=None), zoo.resnet18(weights=None)
+        assert sum(p.numel() for p in tv_vgg19.parameters()) == 143_667_240 != PARAMS["vgg19"]
+        assert sum(p.numel() for p in tv_resnet18.parameters()) == 11_689_512 != PARAMS["resnet18"]
+        cifar = zoo.resnet18(weights=None, num_classes=10)
+        cifar.conv1 = torch.nn.Conv2d(3, 64, 3, padding=1, bias=False)
+        cifar.maxpool = torch.nn.Identity()
+    ours = models.build_network("resnet18")
+    assert [p.shape for p in cifar.parameters()] == [p.shape for p in ours.parameters()]
+
+
+def test_unknown_name_lists_valid_specs_and_torchvision_hint():
+    with pytest.raises(ValueError) as err:
+        models.load("resnet51")
+    message = str(err.value)
+    assert "\n" not in message and "unknown model 'resnet51'" in message
+    assert "torchvision:NAME" in message
+    assert "torchvision.models.list_models(module=torchvision.models)" in message
+    for name in ("lstm_ptb", "resnet20", "inception_v3", "densenet201", "lenet5"):
+        assert f"{name}[,batch=" in message
+    with pytest.raises(ValueError) as err:
+        models.load("torchvision:mobilenet_v9")
+    message = str(err.value)
+    assert "\n" not in message and "mobilenet_v2" in message and "valid specs" in message
+
+
+def test_profile_command_writes_a_profile(tmp_path, capsys):
+    assert models.main(["profile", "resnet20", "--batch", "2", "--runs", "1", "--warmup", "0",
+                        "--dir", str(tmp_path)]) == 0
+    path = tmp_path / "resnet20-b2.json"
+    assert str(path) in capsys.readouterr().out
+    entry = models.read_profile("resnet20", 2, folder=tmp_path)
+    assert entry["parameters"] == SHIPPED_PARAMS["resnet20"] and len(entry["tensors"]) == 59
+    assert entry["torch"] == torch.__version__ and entry["threads"] == 1
+    assert "thread CPU time" in entry["method"]  # the command's default clock
+    assert models.main(["profile", "resnet51", "--dir", str(tmp_path)]) == 2
+    assert "resnet51" in capsys.readouterr().err
+    path.write_text('{"format": 1, "network": "resnet20"')
+    with pytest.raises(ValueError, match="unusable"):
+        models.read_profile("resnet20", 2, folder=tmp_path)
+    assert models.read_profile("resnet20", 3, folder=tmp_path) is None
+
+
 # --------------------------------------------------------------------------- cache
 
 
@@ -199,11 +424,14 @@ def test_model_list_round_trip_and_validation():
 
 
 @pytest.mark.parametrize("spec", [
-    "", "   ", "alexnet", "synthetic", "synthetic,mb=0", "synthetic,mb=-1", "synthetic,mb=x",
+    "", "   ", "alexnet2", "torchvision:nosuch", "torchvision:", "synthetic", "synthetic,mb=0",
+    "synthetic,mb=-1", "synthetic,mb=x",
     "synthetic,mb=inf", "synthetic,mb=nan", "synthetic,mb=4,layers=0", "synthetic,mb=4,layers=1.5",
     "synthetic,mb=4,compute_ms=-1", "synthetic,mb=4,foo=1", "synthetic,mb=4,mb=2",
     "synthetic,mb=1e-9", "synthetic,mb=4,", "vgg19,batch=0", "vgg19,batch=two", "vgg19,depth=3",
     "lenet5,batch", "resnet18,batch=16,batch=8", "lenet5,mb=4",
+    "resnet50,tensors=2", "resnet50,tensors=x", "lenet5,tensors=", "lstm_ptb,mb=1",
+    "torchvision:mobilenet_v2,depth=2", "resnet20,batch=0",
 ])
 def test_bad_specs_rejected(spec, tmp_path):
     with pytest.raises(ValueError) as err:
@@ -220,6 +448,8 @@ def test_valid_specs_list():
     specs = models.valid_specs()
     assert specs[0].startswith("synthetic,mb=")
     assert {"lenet5[,batch=64]", "vgg19[,batch=16]", "resnet18[,batch=16]"} <= set(specs)
+    assert {"resnet20[,batch=32]", "resnet50[,batch=2]", "lstm_ptb[,batch=20]"} <= set(specs)
+    assert any(spec.startswith("torchvision:NAME") for spec in specs)
 
 
 # --------------------------------------------------------------------------- scaling
