@@ -139,6 +139,16 @@ def phases(plan: dict) -> list[list[Flow]]:
     return [_group_flows(plan, g) for g in range(len(plan["groups"]))]
 
 
+def describe(plan: dict) -> dict:
+    """What summary.json keeps of a layer-wise plan: the cost model, the prediction, the groups."""
+    return {"alpha_seconds": plan["alpha"], "beta_seconds_per_byte": plan["beta"],
+            "link_provisional": plan["provisional"], "link_source": plan["link"].get("source"),
+            "link_r2": plan["link"].get("r2"),
+            "predicted_iteration_seconds": plan["predicted_iteration_seconds"],
+            "groups": len(plan["groups"]), "group_bytes": list(plan["predicted"]["group_bytes"]),
+            "layers": plan["layer_count"]}
+
+
 def traffic(plan: dict) -> list[Flow]:
     """Bytes and messages per (src, dst) of one sync: every group's ring, summed."""
     return merge_flows(f for step in phases(plan) for f in step)

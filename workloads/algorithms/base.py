@@ -178,6 +178,7 @@ class Algorithm:
     reference: Callable | None = None  # (plan, inputs, memory) -> Tensor; None: the dense sum
     data_dependent: bool = False  # expected bytes come from the ranks' per-iteration logs
     needs: tuple = ()  # measured planner inputs: "link" (a, b of an all-reduce)
+    describe: Callable[[dict], dict] = lambda plan: {}  # plan facts for summary.json (JSON-able)
 
     def steps(self, plan: dict) -> list:
         """The sync's traffic as consecutive steps of concurrent flows."""

@@ -215,4 +215,5 @@ ALGORITHM = Algorithm(
             "error feedback",
     plan=plan, traffic=traffic, execute=execute, validate=validate, phases=phases, options=OPTIONS,
     reference=reference, data_dependent=False,
+    describe=lambda plan: {"density": plan["density"], "k": plan["k"]},
 )

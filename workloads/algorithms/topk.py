@@ -174,4 +174,5 @@ ALGORITHM = Algorithm(
             "(Shi et al. 2019's baseline)",
     plan=plan, traffic=traffic, execute=execute, validate=validate, phases=phases, options=OPTIONS,
     reference=reference, data_dependent=False,
+    describe=lambda plan: {"density": plan["density"], "k": plan["k"]},
 )

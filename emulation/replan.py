@@ -1,0 +1,45 @@
+"""Plans that depend on measurements, made again once the measurements exist.
+
+`config.validate` plans every run before anything starts, with provisional inputs, so bad
+input still fails at once. After the network is up, the runner measures what some runs need
+(`emulation/linkprobe.py`: the all-reduce cost model a + b*m on these workers) and calls
+`apply_link` here, which, per run:
+1. scales the model to the experiment's stated real setting when there is one
+   (`real_setting: {alpha, beta, backward_s?}`; `linkmodel.stand_in`: sizes / s, every
+   time x D, so a : (b x size) and compute : communication are the real setting's);
+2. plans again with the measured link model in `PlanContext.link`;
+3. records what it did (`stand_in`), which the run's summary and report show.
+Pure: runs and measurements in, runs out; the runner writes the plan actually used into job.json.
+"""
+from __future__ import annotations
+
+from workloads import models
+from workloads.algorithms import base
+from workloads.linkmodel import LinkModel, stand_in
+
+
+def needs_link(runs, cfg) -> list:
+    """The runs that need the measured link model: their planner asks for it, or the
+    experiment scales every run to a real setting."""
+    return [r for r in runs if cfg.real_setting or "link" in base.get(r.algorithm).needs]
+
+
+def apply_link(run, link: LinkModel, real_setting: dict | None, raw_model=None) -> dict:
+    """Re-plan `run` (in place) with the measured `link`; returns the stand-in record."""
+    record: dict = {"link": link.to_dict()}
+    if real_setting:
+        real = LinkModel(float(real_setting["alpha"]), float(real_setting["beta"]), source="real setting")
+        size_scale, time_factor = stand_in(real, link)
+        raw = raw_model or run.model
+        compute = 1.0
+        if real_setting.get("backward_s"):
+            # the profile is this CPU's; the real setting states its own backward time per iteration
+            compute = float(real_setting["backward_s"]) / raw.backward_s if raw.backward_s > 0 else 1.0
+        run.model = models.scaled(raw, size_scale, time_factor * compute)
+        run.size_scale = size_scale
+        record.update(real=real.to_dict(), real_setting=dict(real_setting), size_scale=size_scale,
+                      time_factor=time_factor, compute_factor=compute,
+                      real_backward_s=raw.backward_s * compute, emulated_backward_s=run.model.backward_s)
+    run.link = link
+    _, run.plan = base.plan_for(run.algorithm, run.context())
+    return record

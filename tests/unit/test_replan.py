@@ -1,0 +1,42 @@
+"""Re-planning with the measured link model, and scaling to a stated real setting."""
+import pytest
+
+from emulation import config, replan
+from workloads.linkmodel import LinkModel
+
+pytestmark = pytest.mark.unit
+
+REAL = {"name": "16 workers, 10GbE (the authors' a, b)", "alpha": 0.908e-3, "beta": 7.40e-10}
+
+
+def _runs(algos, **kw):
+    cfg = config.load(topologies=["fattree,k=4"], algorithms=algos, workers=16, model="googlenet", **kw)
+    return cfg, config.validate(cfg)
+
+
+def test_layerwise_runs_need_the_link_and_start_provisional():
+    cfg, runs = _runs(["ring", "mgwfbp", "fusion,bucket_mb=25"])
+    assert [r.algorithm for r in replan.needs_link(runs, cfg)] == ["mgwfbp", "fusion"]
+    assert runs[1].plan["provisional"] is True
+
+
+def test_measured_link_replans_and_real_setting_scales_sizes_and_times():
+    cfg, runs = _runs(["mgwfbp", "fusion,bucket_mb=25"], real_setting=REAL)
+    raw = runs[0].model
+    emu = LinkModel(0.02, 7.5e-7, 0.99, "measured")
+    rec = replan.apply_link(runs[0], emu, REAL)
+    s, d = rec["size_scale"], rec["time_factor"]
+    assert d == pytest.approx(0.02 / 0.908e-3) and s == pytest.approx(0.908e-3 * 7.5e-7 / (0.02 * 7.40e-10))
+    assert runs[0].plan["provisional"] is False and runs[0].plan["alpha"] == 0.02
+    assert runs[0].model.bytes == pytest.approx(raw.bytes / s, rel=0.01)
+    assert runs[0].model.backward_s == pytest.approx(raw.backward_s * d)
+    replan.apply_link(runs[1], emu, REAL, raw_model=raw)
+    # the 25 MiB bucket is the real model's: divided by the same size scale
+    assert runs[1].plan["bucket_bytes"] == pytest.approx(25 * 2**20 / s)
+
+
+def test_real_setting_is_validated_in_one_line():
+    with pytest.raises(ValueError, match=r"real_setting alpha=-1 must be a number > 0"):
+        _runs(["mgwfbp"], real_setting={"alpha": -1, "beta": 1e-9})
+    with pytest.raises(ValueError, match="real_setting must be a mapping with alpha and beta"):
+        _runs(["mgwfbp"], real_setting={"alpha": 1e-3})
