@@ -243,8 +243,10 @@ def check_real_setting(real) -> None:
                          f"{', '.join(k for k in REAL_SETTING_KEYS if k not in ('alpha', 'beta'))}), got {real!r}")
     for key in ("alpha", "beta", "backward_s"):
         v = real.get(key)
-        if key in real and (isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0):
-            raise ValueError(f"real_setting {key}={v!r} must be a number > 0 (alpha s, beta s/byte, backward_s s)")
+        values = list(v.values()) if key == "backward_s" and isinstance(v, dict) else [v]
+        if key in real and any(isinstance(x, bool) or not isinstance(x, (int, float)) or not x > 0 for x in values):
+            raise ValueError(f"real_setting {key}={v!r} must be a number > 0 (alpha s, beta s/byte; backward_s s, "
+                             "or {model: s})")
 
 
 def _check_numbers(cfg: RunConfig) -> None:

@@ -32,9 +32,10 @@ def apply_link(run, link: LinkModel, real_setting: dict | None, raw_model=None) 
         size_scale, time_factor = stand_in(real, link)
         raw = raw_model or run.model
         compute = 1.0
-        if real_setting.get("backward_s"):
+        real_backward = real_backward_s(real_setting, raw.spec)
+        if real_backward:
             # the profile is this CPU's; the real setting states its own backward time per iteration
-            compute = float(real_setting["backward_s"]) / raw.backward_s if raw.backward_s > 0 else 1.0
+            compute = real_backward / raw.backward_s if raw.backward_s > 0 else 1.0
         run.model = models.scaled(raw, size_scale, time_factor * compute)
         run.size_scale = size_scale
         record.update(real=real.to_dict(), real_setting=dict(real_setting), size_scale=size_scale,
@@ -43,3 +44,12 @@ def apply_link(run, link: LinkModel, real_setting: dict | None, raw_model=None) 
     run.link = link
     _, run.plan = base.plan_for(run.algorithm, run.context())
     return record
+
+
+def real_backward_s(real_setting: dict, model_spec: str) -> float | None:
+    """The real setting's backward seconds per iteration for this model: one number for every
+    model, or {model name: seconds} (the name is the spec's first item)."""
+    value = real_setting.get("backward_s")
+    if isinstance(value, dict):
+        value = value.get(model_spec.split(",")[0].strip())
+    return float(value) if value else None

@@ -40,3 +40,11 @@ def test_real_setting_is_validated_in_one_line():
         _runs(["mgwfbp"], real_setting={"alpha": -1, "beta": 1e-9})
     with pytest.raises(ValueError, match="real_setting must be a mapping with alpha and beta"):
         _runs(["mgwfbp"], real_setting={"alpha": 1e-3})
+
+
+def test_backward_seconds_per_model():
+    assert replan.real_backward_s({"backward_s": {"googlenet": 0.205}}, "googlenet,batch=2") == 0.205
+    assert replan.real_backward_s({"backward_s": {"googlenet": 0.205}}, "resnet50") is None
+    assert replan.real_backward_s({"backward_s": 0.3}, "resnet50") == 0.3
+    with pytest.raises(ValueError, match="real_setting backward_s="):
+        _runs(["mgwfbp"], real_setting={"alpha": 1e-3, "beta": 1e-9, "backward_s": {"googlenet": 0}})
