@@ -29,7 +29,7 @@ pytestmark = pytest.mark.parallel
 REPO = Path(__file__).resolve().parents[2]
 WORLDS = (1, 2, 3, 4, 7)
 SIZES = (1, 5, 1000, 12347, 1_300_003)  # < N, uneven, and > 4 MiB (Gloo's many-segment path)
-HEADER_SLACK = 256  # bytes per message Gloo adds to the payload in wchar (measured: 144)
+HEADER_SLACK = 256  # bytes per message Gloo adds to the payload in wchar (exactly GLOO_FRAMING_BYTES = 144)
 SPAWN_TIMEOUT_S = 90
 
 

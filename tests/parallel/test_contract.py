@@ -168,3 +168,38 @@ def test_probe_mode_times_ring_allreduces_and_the_fit_reads_them(tmp_path):
     assert [b for b, _ in points] == sizes and all(s > 0 for _, s in points)
     model = fit_alpha_beta([b for b, _ in points], [s for _, s in points])
     assert model.beta > 0
+
+
+def _framing_child(rank, store_path, mode, out):
+    import time
+    import traceback
+
+    from tests.parallel.spawn import written_bytes
+    try:
+        comm = Comm(rank, 2, store_path, ["lo"])
+        comm.barrier()
+        n, bufs = 200, [torch.zeros(3) for _ in range(200)]
+        w0 = written_bytes()
+        if rank == 0:
+            time.sleep(0.5 if mode == "recv_first" else 0)
+            works = [comm.send(bufs[i], 1, tag=i) for i in range(n)]
+        else:
+            time.sleep(0.5 if mode == "send_first" else 0)
+            works = [comm.recv(bufs[i], 0, tag=i) for i in range(n)]
+        for w in works:
+            w.wait()
+        out.put(("ok", rank, written_bytes() - w0))
+    except BaseException:
+        out.put(("error", rank, traceback.format_exc()))
+
+
+@pytest.mark.parametrize("mode", ["recv_first", "send_first"])
+def test_gloo_framing_is_one_constant_whichever_side_posts_first(tmp_path, mode):
+    """What the sender and the receiver write per message besides the data, summed, is
+    GLOO_FRAMING_BYTES: the constant the closed forms and the capture verdicts use."""
+    from tests.parallel.spawn import written_bytes
+
+    if written_bytes() is None:
+        pytest.skip("/proc/self/io is not readable here")
+    res = spawn_ranks(2, _framing_child, lambda r: (r, str(tmp_path / "store"), mode), timeout_s=60)
+    assert (res[0] + res[1] - 200 * 12) / 200 == base.GLOO_FRAMING_BYTES

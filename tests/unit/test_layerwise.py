@@ -131,7 +131,7 @@ def test_traffic_is_the_ring_closed_form_per_group(workers):
 
 def test_wfbp_pays_one_message_per_tiny_layer():
     # 40 one-element layers over 5 ranks: each ring moves 1 element in 2 of its 8 steps, so each
-    # sync carries 40 * 2 * 4 bytes in 80 messages, whose framing (126 B each) outweighs the data.
+    # sync carries 40 * 2 * 4 bytes in 80 messages, whose framing (144 B each) outweighs the data.
     layers = tuple((f"t{i}", 1, 0.0) for i in range(40))
     algo, plan = base.plan_for("wfbp", ctx(5, layers=layers))
     flows = algo.traffic(plan)

@@ -43,10 +43,11 @@ from typing import Any, Callable
 from workloads.specs import parse_spec
 
 DTYPE_BYTES = 4  # float32 gradients everywhere
-# TCP payload Gloo adds per point-to-point message (its preamble and the receiver's
-# notification), measured on the emulated network (docs/FIDELITY.md): the captures are
-# checked against data bytes + messages x this.
-GLOO_FRAMING_BYTES = 126
+# TCP payload Gloo adds per point-to-point message: three 48-byte ops of its tcp pair
+# protocol (the sender writes two, the receiver one notification), measured exactly with
+# /proc/self/io on localhost for either posting order (tests/parallel/test_contract.py) and
+# consistent with the captures (docs/FIDELITY.md #10): expected = data + messages x this.
+GLOO_FRAMING_BYTES = 144
 
 
 @dataclass(frozen=True)

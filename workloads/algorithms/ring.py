@@ -26,7 +26,7 @@ import torch
 from workloads.algorithms.base import DTYPE_BYTES, Algorithm, Flow, Option, number, split
 from workloads.gradients import as_flat
 
-SEGMENT_ELEMENTS = 16384  # 64 KiB: Gloo frames each message with GLOO_FRAMING_BYTES (126 B), 0.2%
+SEGMENT_ELEMENTS = 16384  # 64 KiB: Gloo frames each message with GLOO_FRAMING_BYTES (144 B), 0.2%
 MAX_TAG = 2**31 - 1  # ProcessGroupGloo::send/recv take a C++ int tag and refuse negatives
 
 
