@@ -16,11 +16,18 @@ calibration.json, cpu.json, workers/*.jsonl), so `syncbed analyze DIR` redoes it
 - Fluid: the algorithm's steps shared max-min fairly on the same routes (emulation/fluid.py);
   at least the bound, and equal to it where the step structure costs nothing.
 - Sync time of an iteration: max over ranks of t_done - max over ranks of t_ready.
+- A run that stopped part way (interrupted, a worker crashed, a link went down) is judged
+  over the syncs that every worker finished: expected bytes x completed syncs, against
+  the capture cut at the moment the last of them ended (`pcap_until`), so the bytes of
+  the iteration cut short are not held against the closed form.
 """
 from __future__ import annotations
 
 import json
+import os
 import statistics
+import struct
+import tempfile
 from pathlib import Path
 
 from emulation import fluid
@@ -78,10 +85,29 @@ def switches_expected(topo: Topology, ports: dict, floor: float) -> list:
     return sorted(s for s, b in per.items() if b >= floor)
 
 
+def logged_flows(log_dir: Path, syncs: int) -> list:
+    """The flows the ranks handed to `Comm.send` in iterations 0..syncs-1 (warmup included, as
+    the capture covers them), summed per (src, dst, nic): the expected traffic of an
+    algorithm whose bytes depend on the data (`Algorithm.data_dependent`)."""
+    flows = []
+    for f in sorted(Path(log_dir).glob("rank*.jsonl")):
+        rank = int(f.stem[4:])
+        for line in f.read_text(errors="replace").splitlines():
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                continue
+            if ev.get("event") == "iter" and ev.get("iter", syncs) < syncs:
+                flows += [base.Flow(rank, int(dst), int(nic), int(b), int(m)) for dst, nic, b, m in ev.get("sent", [])]
+    return base.merge_flows(flows)
+
+
 def sync_times(log_dir: Path, workers: int) -> dict:
     """Per-iteration sync and iteration times from the worker logs (warmup excluded)."""
     per_iter: dict[int, list] = {}
     worker_ranks: dict[int, set] = {}  # iter -> worker ranks that logged it (servers excluded)
+    all_ranks: dict[int, set] = {}  # the same, warmup iterations included
+    t_done: dict[int, float] = {}  # iter -> last t_done of any rank (servers included), warmup too
     errors, correct, done = [], True, 0
     stages = 0
     training: list = []
@@ -93,6 +119,10 @@ def sync_times(log_dir: Path, workers: int) -> dict:
             except ValueError:
                 continue
             kind = ev.get("event")
+            if kind == "iter":
+                t_done[ev["iter"]] = max(t_done.get(ev["iter"], float("-inf")), float(ev["t_done"]))
+                if rank < workers:
+                    all_ranks.setdefault(ev["iter"], set()).add(rank)
             if kind == "iter" and not ev.get("warmup"):
                 per_iter.setdefault(ev["iter"], []).append(ev)
                 if rank < workers:
@@ -118,7 +148,10 @@ def sync_times(log_dir: Path, workers: int) -> dict:
         end = max(e["t_done"] for e in evs)
         sync.append(end - ready)
         iteration.append(end - max(e["t_start"] for e in evs))
+    complete = sorted(i for i, r in all_ranks.items() if len(r) >= workers)
     return {"sync_seconds": sync, "iteration_seconds": iteration, "jct_seconds": jct,
+            # syncs every worker finished (warmup included), and when the last of them ended
+            "complete_syncs": len(complete), "complete_until": t_done[complete[-1]] if complete else None,
             "correct": correct and bool(sync),
             "errors": errors, "ranks_done": done, "stage_events": stages,
             "training": {"iter": [t[0] for t in sorted(training)], "loss": [t[1] for t in sorted(training)],
@@ -143,12 +176,22 @@ def compare(expected: dict, measured: dict, floor: float) -> dict:
 
 
 def fidelity(calibration: dict | None, cpu: dict | None, capture: dict | None, busiest: dict | None) -> dict:
-    """Mininet-HiFi style invariants -> faithful or not, with the reasons."""
+    """Mininet-HiFi style invariants -> a verdict with its reasons (docs/FIDELITY.md).
+
+    `faithful` is True when every invariant was measured and held, False when one was
+    measured and broken, and None (unverified) when none broke but some were not
+    measured: `unverified` names those ("links": no calibration, "cpu": no CPU samples,
+    "capture": no capture, so neither its drops nor the busiest link's rate were
+    checked), and `reasons` says so after the failures, one line each."""
     reasons = []
-    for cls, c in ((calibration or {}).get("classes") or {}).items():
+    unverified: dict = {}  # what -> why not
+    classes = (calibration or {}).get("classes") or {}
+    for cls, c in classes.items():
         if not c.get("ok", False):
             reasons.append(f"calibration of {cls}: {c['measured_mbps']:.1f} of {c['configured_mbps']:g} Mbit/s "
                            f"(ratio {c['ratio']:.2f} outside 0.80-1.05)")
+    if not classes:
+        unverified["links"] = "link rates were not calibrated (run without --no-calibrate to check them)"
     drops = (capture or {}).get("dropped_by_kernel")
     if drops:
         reasons.append(f"capture dropped {drops} packets: byte counts are incomplete")
@@ -163,9 +206,18 @@ def fidelity(calibration: dict | None, cpu: dict | None, capture: dict | None, b
                        "forwarding lagged")
     if w_wait is not None and w_wait > MAX_WORKER_WAIT:
         reasons.append(f"workers waited for a CPU {w_wait:.0%} of the time each (limit {MAX_WORKER_WAIT:.0%})")
+    if ovs_wait is None or w_wait is None:
+        unverified["cpu"] = "CPU starvation of " + " and ".join(
+            n for n, v in (("ovs-vswitchd", ovs_wait), ("the workers", w_wait)) if v is None) + " was not measured"
     if busiest and busiest.get("peak_ratio", 0) > 1.05:
         reasons.append(f"busiest link {busiest['intf']} peaked at {busiest['peak_ratio']:.2f}x its configured rate")
-    return {"faithful": not reasons, "reasons": reasons,
+    if capture is None or drops is None or not busiest:
+        unverified["capture"] = "no capture of the iterations: " + (
+            "capture drops and " if capture is None or drops is None else "") + "the busiest link's rate not checked"
+    reasons += [f"not verified: {why}" for why in unverified.values()]
+    failed = len(reasons) > len(unverified)
+    return {"faithful": False if failed else (None if unverified else True), "reasons": reasons,
+            "unverified": list(unverified),
             "ovs_cpu_percent": None if ovs is None else round(100 * ovs, 1),
             "machine_busy_percent": None if busy is None else round(100 * busy, 1),
             "ovs_cpu_wait_percent": None if ovs_wait is None else round(100 * ovs_wait, 1),
@@ -174,7 +226,7 @@ def fidelity(calibration: dict | None, cpu: dict | None, capture: dict | None, b
             "workers_cpu_percent": None if not (cpu or {}).get("workers_cores")
             else round(100 * cpu["workers_cores"]["mean"], 1),
             "busiest_link": busiest, "capture_drops": drops,
-            "calibration": {k: v.get("ratio") for k, v in ((calibration or {}).get("classes") or {}).items()}}
+            "calibration": {k: v.get("ratio") for k, v in classes.items()}}
 
 
 # ---- from files ---------------------------------------------------------------------
@@ -185,11 +237,45 @@ def _load(path: Path, default=None):
         return default
 
 
-def measured_from_capture(topo: Topology, run_dir: Path, gradient_bytes: int) -> dict:
+_PCAP_MAGIC = {b"\xd4\xc3\xb2\xa1": ("<", 1e6), b"\xa1\xb2\xc3\xd4": (">", 1e6),
+               b"\x4d\x3c\xb2\xa1": ("<", 1e9), b"\xa1\xb2\x3c\x4d": (">", 1e9)}
+
+
+def pcap_until(src: Path, dst: Path, t_end: float) -> int:
+    """Copy the records of the classic pcap `src` stamped at or before `t_end` (epoch
+    seconds, the clock the workers log with) to `dst`; return how many were kept.
+    Every record is tested, not only a prefix: `tcpdump -i any` may write a packet a
+    few microseconds out of order."""
+    kept = 0
+    with open(src, "rb", buffering=1 << 20) as f, open(dst, "wb", buffering=1 << 20) as out:
+        hdr = f.read(24)
+        out.write(hdr)
+        if len(hdr) < 24:
+            return 0
+        if hdr[:4] not in _PCAP_MAGIC:
+            raise ValueError(f"{src} is not a classic pcap file")
+        endian, unit = _PCAP_MAGIC[hdr[:4]]
+        rec = struct.Struct(endian + "IIII")
+        while True:
+            h = f.read(16)
+            if len(h) < 16:
+                break
+            sec, frac, incl, _ = rec.unpack(h)
+            body = f.read(incl)
+            if len(body) < incl:
+                break
+            if sec + frac / unit <= t_end:
+                out.write(h)
+                out.write(body)
+                kept += 1
+    return kept
+
+
+def measured_from_capture(topo: Topology, run_dir: Path, gradient_bytes: int, pcap: Path | None = None) -> dict:
     from emulation.pcap import read_counts
 
     ifmap = {int(k): v for k, v in (_load(run_dir / "ifindex.json", {}) or {}).items()}
-    counts = read_counts(run_dir / "capture.pcap", networks=["10.0.0.0/8"], series_bin=SERIES_BIN)
+    counts = read_counts(pcap or run_dir / "capture.pcap", networks=["10.0.0.0/8"], series_bin=SERIES_BIN)
     ports: dict = {}
     wire: dict = {}
     for (ifindex, d), c in counts.per_if.items():
@@ -232,22 +318,45 @@ def measured_from_capture(topo: Topology, run_dir: Path, gradient_bytes: int) ->
             "packets": counts.packets_total}
 
 
+class NotARunFolder(ValueError):
+    """A folder without the files `syncbed run` writes for one run."""
+
+
 def analyze_run(run_dir: Path) -> dict:
     """Everything summary.json holds about one run, recomputed from its folder."""
     run_dir = Path(run_dir)
-    job = _load(run_dir / "job.json")
-    topo = Topology.from_dict(_load(run_dir / "topology.json"))
+    job, topo_d = _load(run_dir / "job.json"), _load(run_dir / "topology.json")
+    if not isinstance(job, dict) or not isinstance(topo_d, dict):
+        missing = [n for n, v in (("job.json", job), ("topology.json", topo_d)) if not isinstance(v, dict)]
+        raise NotARunFolder(f"{run_dir} is not a run folder of syncbed run: {' and '.join(missing)} "
+                            "missing or unreadable")
+    topo = Topology.from_dict(topo_d)
     algo = base.get(job["algorithm"])
     hosts, workers = job["hosts"], job["workers"]
     elements = sum(layer[1] for layer in job["model"]["layers"])
     m_bytes = elements * base.DTYPE_BYTES
-    syncs = job["iters"] + job["warmup"]
-    flows = algo.traffic(job["plan"])
-    per_sync = expected_nic_bytes(topo, hosts, flows, 1)
-    expected = {k: {d: v[d] * syncs for d in v} for k, v in per_sync.items()}
-    ports_sync = expected_port_bytes(topo, hosts, flows, 1)
-    ports_expected = {k: {d: v[d] * syncs for d in v} for k, v in ports_sync.items()}
     times = sync_times(run_dir / "workers", workers)
+    planned = job["iters"] + job["warmup"]
+    # a run that stopped part way is judged over the syncs every worker finished
+    syncs = min(planned, times["complete_syncs"])
+    partial = syncs < planned
+    flows = algo.traffic(job["plan"])
+    if algo.data_dependent:  # the bytes are what the ranks logged they sent, iteration by iteration
+        logged = logged_flows(run_dir / "workers", syncs)
+        expected = expected_nic_bytes(topo, hosts, logged, 1)
+        ports_expected = expected_port_bytes(topo, hosts, logged, 1)
+        per_sync = {k: {d: v[d] / max(syncs, 1) for d in v} for k, v in expected.items()}
+        ports_sync = {k: {d: v[d] / max(syncs, 1) for d in v} for k, v in ports_expected.items()}
+        flows = [base.Flow(f.src, f.dst, f.nic, f.bytes // max(syncs, 1), f.messages // max(syncs, 1))
+                 for f in logged]  # per sync, for the framing and data totals below
+    else:
+        per_sync = expected_nic_bytes(topo, hosts, flows, 1)
+        expected = {k: {d: v[d] * syncs for d in v} for k, v in per_sync.items()}
+        ports_sync = expected_port_bytes(topo, hosts, flows, 1)
+        ports_expected = {k: {d: v[d] * syncs for d in v} for k, v in ports_sync.items()}
+    # what counts as "traffic" (a switch used, unexpected bytes) scales with what one worker
+    # sends per sync, not with the dense gradient: a sparse sync moves far less than 1% of it
+    floor_bytes = min(m_bytes, sum(f.bytes for f in flows) / max(workers, 1)) or m_bytes
     meta = _load(run_dir / "run.json", {}) or {}
     link_mbps = sorted({topo.link_of(n.name).bw for h in hosts for n in topo.host_nics(h)})
     rec = {
@@ -255,6 +364,7 @@ def analyze_run(run_dir: Path) -> dict:
         "hosts": hosts, "model": job["model"]["spec"], "gradient_bytes": m_bytes,
         "link_mbps": link_mbps[0] if len(link_mbps) == 1 else link_mbps,
         "iters": job["iters"], "warmup": job["warmup"],
+        "iters_completed": times["complete_iters"], "syncs_counted": syncs,
         "sync_seconds": times["sync_seconds"], "iteration_seconds": times["iteration_seconds"],
         "jct_seconds": times["jct_seconds"],
         "training": times["training"],
@@ -266,20 +376,36 @@ def analyze_run(run_dir: Path) -> dict:
         "framing_bytes_per_sync": sum(f.messages for f in flows) * base.GLOO_FRAMING_BYTES,
         "data_bytes_per_sync": sum(f.bytes for f in flows),
         "link_bytes_expected": ports_expected,
-        "switches_expected": switches_expected(topo, ports_sync, USED_FRACTION * m_bytes),
+        "switches_expected": switches_expected(topo, ports_sync, USED_FRACTION * floor_bytes),
         "switches_total": len(topo.switches()),
         "correct": times["correct"], "worker_errors": times["errors"],
         "dir": run_dir.name, "status": meta.get("status", "ok"), "error": meta.get("error"),
+        "algo_spec": job.get("algo_spec", job["algorithm"]), "data_dependent": algo.data_dependent,
+        **algo.describe(job["plan"]),
     }
     if rec["median_sync_seconds"] and rec["bound_seconds"]:
         rec["sync_over_bound"] = rec["median_sync_seconds"] / rec["bound_seconds"]
+    if rec["status"] == "running":  # run.json never got its end: the process was killed
+        rec.update(status="failed", error="the run did not finish (killed before it could record its end)")
     capture = _load(run_dir / "capture.json")
     busiest = None
-    if (run_dir / "capture.pcap").exists():
-        meas = measured_from_capture(topo, run_dir, m_bytes)
+    pcap = run_dir / "capture.pcap"
+    if pcap.exists() and syncs:  # no completed sync: no byte verdict
+        cut = None
+        try:
+            if partial:  # the capture ran until the stop: keep it up to the end of the last completed sync
+                fd, name = tempfile.mkstemp(prefix="syncbed-completed-", suffix=".pcap")
+                os.close(fd)
+                cut = Path(name)
+                pcap_until(pcap, cut, times["complete_until"])
+                rec["capture_cut_at"] = times["complete_until"]
+            meas = measured_from_capture(topo, run_dir, floor_bytes, cut)
+        finally:
+            if cut:
+                cut.unlink(missing_ok=True)
         measured = {k: v for k, v in meas["nics"].items() if k in expected}
-        cmp_ = compare(expected, measured, floor=USED_FRACTION * m_bytes)
-        links_cmp = compare(ports_expected, meas["ports"], floor=USED_FRACTION * m_bytes)
+        cmp_ = compare(expected, measured, floor=USED_FRACTION * floor_bytes)
+        links_cmp = compare(ports_expected, meas["ports"], floor=USED_FRACTION * floor_bytes)
         tot_payload = sum(w["payload"] for w in meas["wire"].values())
         tot_wire = sum(w["tx"] + w["rx"] for w in meas["wire"].values())
         counters = (capture or {}).get("counters") or {}
@@ -294,7 +420,8 @@ def analyze_run(run_dir: Path) -> dict:
             "wire_overhead": (tot_wire - tot_payload) / tot_payload if tot_payload else None,
             "retransmitted_fraction": (sum(w["retrans"] for w in meas["wire"].values()) / tot_payload
                                        if tot_payload else None),
-            "capture_vs_counters": tot_wire / cnt if cnt else None,
+            # interface counters ran until the stop: no match for a cut capture
+            "capture_vs_counters": tot_wire / cnt if cnt and not cut else None,
             "packets_captured": meas["packets"],
         })
     fid = fidelity(_load(run_dir / "calibration.json"), _load(run_dir / "cpu.json"), capture, busiest)
@@ -304,4 +431,6 @@ def analyze_run(run_dir: Path) -> dict:
     if times["complete_iters"] < job["iters"] and rec["status"] == "ok":
         rec["status"] = "failed"
         rec["error"] = rec["error"] or f"only {times['complete_iters']} of {job['iters']} iterations completed"
+    elif partial and rec["error"] and "iterations completed" not in rec["error"]:
+        rec["error"] += f"; {times['complete_iters']} of {job['iters']} iterations completed"
     return rec

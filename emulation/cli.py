@@ -18,12 +18,36 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 
-def _environment_problem() -> str | None:
+def _root_problem() -> str | None:
     if os.geteuid() != 0:
         return "syncbed run must run as root (Mininet creates namespaces and links); try sudo"
+    return None
+
+
+def _out_problem(out: str) -> str | None:
+    """Why the results folder `out` cannot be made or written, or None. Creates nothing:
+    it probes the nearest folder that exists with a temporary folder of its own."""
+    path = Path(out).absolute()
+    base = path
+    try:
+        while not base.exists() and base != base.parent:
+            base = base.parent
+        if not base.is_dir():
+            return f"--out {out}: {base} is not a folder; give a folder syncbed can create or write to"
+        os.rmdir(tempfile.mkdtemp(prefix=".syncbed-probe-", dir=base))
+    except OSError as e:
+        return (f"--out {out}: cannot be created or written: making a folder in {base} fails "
+                f"({e.strerror or e}); give a folder syncbed can create or write to")
+    return None
+
+
+def _environment_problem() -> str | None:
+    if _root_problem():
+        return _root_problem()
     if not shutil.which("ovs-vsctl") or not shutil.which("mn"):
         return "Open vSwitch or Mininet is missing; install them with: make setup"
     try:
@@ -45,6 +69,7 @@ def _environment_problem() -> str | None:
 
 def cmd_run(args) -> int:
     from emulation import config
+    from topologies.spec import emulation_problem
 
     try:
         cfg = config.load(args.experiment, name=args.name, topologies=args.topo, algorithms=args.algo,
@@ -54,21 +79,27 @@ def cmd_run(args) -> int:
                           calibrate=False if args.no_calibrate else None,
                           capture=False if args.no_capture else None,
                           crash=_crash(args.inject_crash), link_down=_link_down(args.link_down))
+        specs = cfg.topologies if isinstance(cfg.topologies, (list, tuple, dict)) else [cfg.topologies]
+        for spec in dict.fromkeys(specs):  # before anything is built: sizes first
+            problem = emulation_problem(spec)
+            if problem:
+                raise ValueError(problem)
         runs = config.validate(cfg)
     except ValueError as e:
         print(f"syncbed: {e}", file=sys.stderr)
         return 2
-    problem = _environment_problem()
+    # root first (nobody else can write results/), then the results folder, then the rest
+    problem = _root_problem() or _out_problem(cfg.out) or _environment_problem()
     if problem:
         print(f"syncbed: {problem}", file=sys.stderr)
         return 2
-    from emulation.runner import run_experiment
+    from emulation.runner import OutputError, run_experiment
     from emulation.state import LockedError
 
     print(f"syncbed: {len(runs)} runs: " + "; ".join(r.label for r in runs), flush=True)
     try:
         out = run_experiment(cfg, runs, log=lambda m: print(m, flush=True))
-    except LockedError as e:
+    except (LockedError, OutputError) as e:
         print(f"syncbed: {e}", file=sys.stderr)
         return 2
     summary = json.loads((out / "summary.json").read_text())
@@ -101,9 +132,13 @@ def _link_down(spec):
 
 
 def cmd_topo(args) -> int:
-    from topologies.spec import build
+    from topologies.spec import build, emulation_problem
 
     try:
+        # only what `syncbed run` can start here (the SimGrid projection builds more)
+        problem = emulation_problem(args.spec)
+        if problem:
+            raise ValueError(problem)
         t = build(args.spec, bw=args.bw)
     except ValueError as e:
         print(f"syncbed: {e}", file=sys.stderr)
@@ -129,25 +164,77 @@ def cmd_algos(args) -> int:
     for name, a in sorted(registry().items()):
         on = f" (on {', '.join(a.topologies)})" if a.topologies else ""
         print(f"{name:10} {a.summary}{on}")
+        if a.options:
+            print(f"{'':10} options: {a.option_help()}")
     return 0
 
 
+RUNNER_KEYS = ("model_source", "time_dilation", "size_scale", "real_link_mbps")  # not in the run's files
+
+
+def _analyze_problem(folder: Path) -> str | None:
+    """Why `folder` is not a results folder of `syncbed run`, or None."""
+    hint = "give a results folder made by syncbed run (it holds summary.json and one folder per run)"
+    if not folder.is_dir():
+        return f"{folder} is not a folder; {hint}"
+    if (folder / "job.json").exists() and (folder.parent / "summary.json").exists():
+        return f"{folder} is one run of an experiment; analyse the experiment's folder {folder.parent}"
+    try:
+        summary = json.loads((folder / "summary.json").read_text())
+    except FileNotFoundError:
+        return f"{folder} has no summary.json; {hint}"
+    except (OSError, ValueError) as e:
+        return f"{folder}/summary.json is unreadable ({type(e).__name__}: {str(e).splitlines()[0]}); {hint}"
+    if not isinstance(summary, dict) or not isinstance(summary.get("runs", []), list):
+        return f"{folder}/summary.json is not the summary of a syncbed run; {hint}"
+    missing = [r.get("dir") for r in summary.get("runs", [])
+               if isinstance(r, dict) and r.get("dir") and not (folder / str(r["dir"]) / "job.json").exists()]
+    if missing:
+        return (f"{folder} lacks the raw files of its runs ({', '.join(map(str, missing[:2]))}"
+                f"{', ...' if len(missing) > 2 else ''} have no job.json): a copy of the summary and report "
+                "cannot be re-analysed; give the folder syncbed run wrote")
+    return None
+
+
+def run_folders(folder: Path, summary: dict) -> list[Path]:
+    """The run folders of an experiment: those summary.json lists and any other with a
+    job.json (a run interrupted before it was listed), in run order (their names)."""
+    dirs = {r.get("dir") for r in summary.get("runs", []) if isinstance(r, dict) and r.get("dir")}
+    dirs |= {d.name for d in folder.iterdir() if d.is_dir() and (d / "job.json").exists()}
+    return [folder / d for d in sorted(dirs)]
+
+
 def cmd_analyze(args) -> int:
+    folder = Path(args.dir)
+    problem = _analyze_problem(folder)
+    if problem:
+        print(f"syncbed: {problem}", file=sys.stderr)
+        return 2
     from emulation import analysis
     from emulation.report import write_report
 
-    folder = Path(args.dir)
     summ_path = folder / "summary.json"
-    if not summ_path.exists():
-        print(f"syncbed: {folder} has no summary.json; give a results folder made by syncbed run",
-              file=sys.stderr)
-        return 2
     summary = json.loads(summ_path.read_text())
+    before = {r.get("dir"): r for r in summary.get("runs", []) if isinstance(r, dict)}
     runs = []
-    for r in summary.get("runs", []):
-        print(f"analysing {r['dir']}", flush=True)
-        runs.append(analysis.analyze_run(folder / r["dir"]))
+    for d in run_folders(folder, summary):
+        print(f"analysing {d.name}", flush=True)
+        try:
+            rec = analysis.analyze_run(d)
+        except Exception as e:  # one line, whatever is wrong with the files
+            # nothing is written: the folder stays as it was
+            why = str(e) if isinstance(e, analysis.NotARunFolder) else f"{d}: {type(e).__name__}: {e}"
+            print(f"syncbed: cannot analyse {why.splitlines()[0] if why else d}", file=sys.stderr)
+            return 2
+        rec.update({k: before[d.name][k] for k in RUNNER_KEYS if k in before.get(d.name, {})})
+        runs.append(rec)
     summary["runs"] = runs
+    if summary.get("status") in (None, "running"):  # the experiment's process was killed
+        summary.update(status="failed", error=summary.get("error") or "the experiment did not finish")
+    failed = [r for r in runs if r.get("status") != "ok"]
+    if failed and summary["status"] == "ok":
+        summary.update(status="failed", error=f"{failed[0]['topology']} {failed[0]['algorithm']}: "
+                                               f"{failed[0].get('error')}")
     summ_path.write_text(json.dumps(summary, indent=1, default=str))
     print(f"report: {write_report(folder)}")
     return 0
@@ -167,22 +254,49 @@ def cmd_clean(args) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with the project's rule for bad input: one line saying what is wrong and
+    what is valid, exit code 2 (argparse's default prints its whole usage first)."""
+
+    def error(self, message):
+        print(f"syncbed: {message}; see {self.prog} --help", file=sys.stderr)
+        sys.exit(2)
+
+
+def _typed(convert, valid: str):
+    """An argparse type whose error names the value and what is valid."""
+    def parse(text):
+        try:
+            return convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not valid; give {valid}") from None
+    parse.__name__ = valid  # argparse names the type by it in other messages
+    return parse
+
+
+MBPS = _typed(float, "a number of Mbit/s, 0.001 to 1000")
+COUNT = _typed(int, "a whole number >= 1")
+NONNEG = _typed(int, "a whole number >= 0")
+INTEGER = _typed(int, "a whole number")
+SECONDS = _typed(float, "a number of seconds > 0")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="syncbed", description=__doc__.split("\n")[0])
-    sub = p.add_subparsers(dest="cmd", required=True)
+    p = _Parser(prog="syncbed", description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="{run,topo,algos,analyze,clean}")
     r = sub.add_parser("run", help="run an experiment (YAML file and/or options)")
     r.add_argument("experiment", nargs="?", help="experiment YAML (experiments/*.yaml)")
     r.add_argument("--name")
     r.add_argument("--topo", action="append", help="bcube,n=4,k=2 | fattree,k=4 (repeatable)")
     r.add_argument("--algo", help="comma-separated algorithm names (see syncbed algos)")
-    r.add_argument("--workers", type=int)
-    r.add_argument("--servers", type=int, help="dedicated parameter servers (ps)")
+    r.add_argument("--workers", type=COUNT)
+    r.add_argument("--servers", type=NONNEG, help="dedicated parameter servers (ps)")
     r.add_argument("--model", help="synthetic,mb=4 | lenet5 | vgg19 | resnet18")
-    r.add_argument("--bw", type=float, help="link bandwidth in Mbit/s (0 < bw <= 1000)")
-    r.add_argument("--iters", type=int)
-    r.add_argument("--warmup", type=int)
-    r.add_argument("--seed", type=int)
-    r.add_argument("--timeout", type=float, help="seconds per run")
+    r.add_argument("--bw", type=MBPS, help="link bandwidth in Mbit/s (0.001 <= bw <= 1000)")
+    r.add_argument("--iters", type=COUNT)
+    r.add_argument("--warmup", type=NONNEG)
+    r.add_argument("--seed", type=INTEGER)
+    r.add_argument("--timeout", type=SECONDS, help="seconds per run")
     r.add_argument("--placement", help="ordered | spread")
     r.add_argument("--ecmp", help="hash (per-pair, collisions like real ECMP) | two-level (Al-Fares, balanced)")
     r.add_argument("--out", help="results folder (default results/)")
@@ -194,7 +308,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.set_defaults(fn=cmd_run)
     t = sub.add_parser("topo", help="describe a topology")
     t.add_argument("spec")
-    t.add_argument("--bw", type=float, default=20.0)
+    t.add_argument("--bw", type=MBPS, default=20.0)
     t.add_argument("-v", "--verbose", action="store_true", help="list every NIC and switch port")
     t.set_defaults(fn=cmd_topo)
     a = sub.add_parser("algos", help="list sync algorithms")

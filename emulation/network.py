@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import json
 import shlex
+import shutil
 import subprocess
+import tempfile
 import time
 from functools import partial
+from pathlib import Path
 
 from mininet.log import lg, setLogLevel
 from mininet.link import TCLink
@@ -115,28 +118,28 @@ class Network:
         _run(vs)
         script = "\n".join(f"ethtool -K {i} {OFFLOADS} >/dev/null 2>&1; ip link set {i} mtu {self.mtu}"
                            for i in sw_intfs)
-        _run(["sh", "-c", script])
+        _run(["sh", "-s"], stdin=script)  # on stdin: one argument holds at most 128 KiB
 
     def _configure_hosts(self):
-        topo = self.topo
-        relay = "1" if any(topo.routes.values()) else "0"
-        for name in topo.hosts():
-            h = self.host(name)
-            lines = [f"sysctl -qw net.ipv4.ip_forward={relay}",
-                     "sysctl -qw net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0",
-                     "sysctl -qw net.ipv4.conf.all.send_redirects=0"]
-            for nic in topo.host_nics(name):
-                lines += [f"ethtool -K {nic.name} {OFFLOADS} >/dev/null 2>&1",
-                          f"ip link set {nic.name} mtu {self.mtu}",
-                          f"ip addr replace {nic.ip}/{nic.prefixlen} dev {nic.name}",
-                          f"sysctl -qw net.ipv4.conf.{nic.name.replace('.', '/')}.rp_filter=0"]
-            lines += [f"ip neigh replace {ip} lladdr {mac} dev {dev} nud permanent"
-                      for ip, mac, dev in topo.arp.get(name, [])]
-            lines += [f"ip route replace {r.dst} via {r.via} dev {r.dev} onlink" + (f" src {r.src}" if r.src else "")
-                      for r in topo.routes.get(name, [])]
-            out = h.cmd("; ".join(lines) + "; echo syncbed-configured")
-            if "syncbed-configured" not in out or "rror" in out:
-                raise RuntimeError(f"configuring {name} failed: {out.strip()[:200]}")
+        # Each host runs a short `sh FILE` instead of its configuration as one command line:
+        # Mininet talks to a host's shell through a pty, whose line discipline cuts a line at
+        # 4095 characters, and Fat-Tree k=6 (53 ARP entries per host) or BCube(4,3) (180
+        # routes) need more ("Device and destination are required arguments." from the
+        # cut `ip neigh`). `ip -batch` also runs all address, ARP and route changes in one
+        # process instead of one `ip` per entry.
+        relay = any(self.topo.routes.values())
+        tmp = Path(tempfile.mkdtemp(prefix="syncbed-hosts-"))
+        try:
+            for name in self.topo.hosts():
+                shell, batch = host_commands(self.topo, name, self.mtu, relay)
+                (tmp / f"{name}.ip").write_text("\n".join(batch) + "\n")
+                shell.append(f"ip -batch {tmp / (name + '.ip')} || echo syncbed-failed: ip -batch exited $?")
+                (tmp / f"{name}.sh").write_text("\n".join(shell) + "\n")
+                out = self.host(name).cmd(f"sh {tmp / (name + '.sh')}; echo syncbed-configured")
+                if "syncbed-configured" not in out or "rror" in out or "syncbed-failed" in out:
+                    raise RuntimeError(f"configuring {name} failed: {' '.join(out.split())[:300]}")
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
 
     # ---- checks --------------------------------------------------------------------
     def reachability(self, retries: int = 2) -> list[str]:
@@ -145,19 +148,45 @@ class Network:
         hosts = topo.hosts()
         ips = {h: [n.ip for n in topo.host_nics(h)] for h in hosts}
         failures: list[str] = []
-        for attempt in range(retries + 1):
-            failures = []
-            for name in hosts:  # all hosts ping in parallel, each through its targets in turn
-                targets = " ".join(ip for o in hosts if o != name for ip in ips[o])
-                self.host(name).sendCmd(
-                    f"for ip in {targets}; do ping -n -c1 -W2 -q $ip >/dev/null 2>&1 || echo FAIL $ip; done")
+        # targets in a file, not on the command line: 889 addresses (BCube(2,7)) are over the
+        # pty's 4095 characters, and a `for` cut short leaves the shell waiting for `done`
+        tmp = Path(tempfile.mkdtemp(prefix="syncbed-ping-"))
+        try:
             for name in hosts:
-                out = self.host(name).waitOutput()
-                failures += [f"{name}->{line.split()[1]}" for line in out.splitlines() if line.startswith("FAIL")]
-            if not failures:
-                break
-            time.sleep(1)
+                (tmp / name).write_text("".join(f"{ip}\n" for o in hosts if o != name for ip in ips[o]))
+            for attempt in range(retries + 1):
+                failures = []
+                for name in hosts:  # all hosts ping in parallel, each through its targets in turn
+                    self.host(name).sendCmd(f"while read ip; do ping -n -c1 -W2 -q $ip >/dev/null 2>&1 "
+                                            f"|| echo FAIL $ip; done < {tmp / name}")
+                for name in hosts:
+                    out = self.host(name).waitOutput()
+                    failures += [f"{name}->{line.split()[1]}" for line in out.splitlines()
+                                 if line.startswith("FAIL")]
+                if not failures:
+                    break
+                time.sleep(1)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
         return failures
+
+
+def host_commands(topo, name: str, mtu: int, relay: bool) -> tuple[list[str], list[str]]:
+    """The configuration of one host: (shell commands, `ip -batch` lines). Pure, like
+    Mininet's `TCIntf.bwCmds`: returns the commands, runs nothing."""
+    shell = [f"sysctl -qw net.ipv4.ip_forward={int(bool(relay))}",
+             "sysctl -qw net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0",
+             "sysctl -qw net.ipv4.conf.all.send_redirects=0"]
+    batch = []
+    for nic in topo.host_nics(name):
+        shell += [f"ethtool -K {nic.name} {OFFLOADS} >/dev/null 2>&1",
+                  f"sysctl -qw net.ipv4.conf.{nic.name.replace('.', '/')}.rp_filter=0"]
+        batch += [f"link set {nic.name} mtu {mtu}",
+                  f"addr replace {nic.ip}/{nic.prefixlen} dev {nic.name}"]
+    batch += [f"neigh replace {ip} lladdr {mac} dev {dev} nud permanent" for ip, mac, dev in topo.arp.get(name, [])]
+    batch += [f"route replace {r.dst} via {r.via} dev {r.dev} onlink" + (f" src {r.src}" if r.src else "")
+              for r in topo.routes.get(name, [])]
+    return shell, batch
 
 
 def qdisc_drops(tc_json: str, names) -> dict:
@@ -225,8 +254,8 @@ def drop_delta(before: dict, after: dict) -> dict:
     return d
 
 
-def _run(cmd: list[str]):
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+def _run(cmd: list[str], stdin: str | None = None):
+    p = subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=120)
     if p.returncode != 0:
         raise RuntimeError(f"{shlex.join(cmd[:3])} ... failed: {(p.stderr or p.stdout).strip()[:300]}")
     return p.stdout

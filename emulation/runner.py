@@ -3,9 +3,10 @@
 Order per topology: Ryu (127.0.0.1) -> Mininet network (OVS userspace, tc) -> wait
 until every switch has its routes -> all-pairs reachability -> link calibration;
 then per algorithm: capture on -> workers -> workers done -> capture off -> analysis.
-Whatever happens (success, a worker crash, a timeout, Ctrl-C or SIGTERM), `finally`
+Whatever happens (success, a worker crash, a timeout, SIGINT/Ctrl-C or SIGTERM), `finally`
 stops the workers, the capture, the network and the controller, and undoes anything
-recorded in the run's State. Partial results stay, marked "failed".
+recorded in the run's State. Partial results stay, marked "failed": a run stopped part
+way is analysed and listed with the iterations that finished.
 """
 from __future__ import annotations
 
@@ -30,7 +31,11 @@ from workloads.algorithms import base
 
 
 class Interrupted(Exception):
-    pass
+    """SIGINT or SIGTERM arrived; the message is the signal's name."""
+
+
+class OutputError(OSError):
+    """The results folder cannot be written: nothing was started."""
 
 
 def _slug(s: str) -> str:
@@ -54,17 +59,23 @@ class Experiment:
         self.state = State()
         self.active: list = []  # things to stop, last started first
         self.fault: dict | None = None  # the injected fault, once it fired
+        self.interrupted: str | None = None  # the signal that stopped the experiment
 
     # ---- top level ---------------------------------------------------------------------
     def run(self) -> Path:
-        self.out.mkdir(parents=True, exist_ok=True)
-        (self.out / "config.yaml").write_text(yaml.safe_dump(dataclasses.asdict(self.cfg), sort_keys=False))
-        self._save()
+        try:
+            self.out.mkdir(parents=True, exist_ok=True)
+            (self.out / "config.yaml").write_text(yaml.safe_dump(dataclasses.asdict(self.cfg), sort_keys=False))
+            self._save()
+        except OSError as e:
+            raise OutputError(f"cannot write the results folder {self.out}: {e.strerror or e}") from None
         with Lock(f"experiment {self.out}"):
             leftovers = cleanup(State.load())
             if leftovers:
                 self.log(f"cleaned up after an earlier run: {'; '.join(leftovers)}")
-            old = signal.signal(signal.SIGTERM, self._on_sigterm)
+            # SIGINT explicitly too: a shell starting us in the background leaves SIGINT
+            # ignored, and Python then installs no KeyboardInterrupt for it
+            old = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
             try:
                 self._run_all()
                 failed = [r for r in self.summary["runs"] if r.get("status") != "ok"]
@@ -72,21 +83,26 @@ class Experiment:
                 if failed:
                     self.summary["error"] = f"{failed[0]['topology']} {failed[0]['algorithm']}: {failed[0].get('error')}"
             except (KeyboardInterrupt, Interrupted) as e:
-                self.summary.update(status="failed", error=f"interrupted ({e or 'Ctrl-C'})")
+                self.summary.update(status="failed", error=f"interrupted ({e or 'SIGINT'})")
                 self.log("interrupted: stopping everything")
             except Exception as e:  # one line for the user, the traceback for the debug log
                 self.summary.update(status="failed", error=f"{type(e).__name__}: {e}".splitlines()[0])
                 (self.out / "debug.log").write_text(traceback.format_exc())
             finally:
+                self.interrupted = self.interrupted or "teardown"  # a later signal must not cut it short
                 self._teardown()
-                signal.signal(signal.SIGTERM, old)
+                for sig, handler in old.items():
+                    signal.signal(sig, handler)
                 self.summary["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S")
                 self._save()
                 self._report()
         return self.out
 
-    def _on_sigterm(self, *_):
-        raise Interrupted("SIGTERM")
+    def _on_signal(self, signum, _frame):
+        if self.interrupted:  # already stopping (or tearing down): let that finish
+            return
+        self.interrupted = signal.Signals(signum).name
+        raise Interrupted(self.interrupted)
 
     def _save(self):
         _write_json(self.out / "summary.json", self.summary)
@@ -104,7 +120,7 @@ class Experiment:
             try:
                 thing.stop()
             except Exception as e:
-                self.log(f"teardown: {type(thing).__name__}.stop failed: {e}")
+                self.log(f"teardown: {type(thing).__name__}.stop failed: {type(e).__name__}: {e}")
         self.active.clear()
         cleanup(self.state)
 
@@ -144,12 +160,6 @@ class Experiment:
             self._save()
             for run in runs:
                 rec = self._run_one(run, net, calib)
-                rec["model_source"] = run.model.source
-                rec["time_dilation"] = self.cfg.time_dilation()
-                rec["size_scale"] = self.cfg.size_scale
-                rec["real_link_mbps"] = self.cfg.real_link_mbps
-                self.summary["runs"].append(rec)
-                self._save()
                 if rec["status"] != "ok":
                     raise RuntimeError(f"{run.label}: {rec.get('error')}")
             for thing in (net, ctrl):
@@ -178,6 +188,7 @@ class Experiment:
         self.active.append(workers)
         capture = Capture(rdir, sw_intfs, self.state, enabled=cfg.capture)
         mon = None
+        interrupted = None
         try:
             workers.start()
             connect_s = workers.wait_connected(cfg.timeout)
@@ -196,6 +207,11 @@ class Experiment:
                         f"{self.fault['at_s']:.1f} s into the run (fault injection)")
             meta.update(status="failed", error=msg)
             self.log(f"  FAILED: {msg}")
+        except (KeyboardInterrupt, Interrupted) as e:
+            # keep the run: its finished iterations are measured like any other's
+            interrupted = e
+            meta.update(status="failed", error=f"interrupted ({e or 'SIGINT'})")
+            self.log(f"  interrupted ({e or 'SIGINT'}): stopping the workers and the capture, keeping what finished")
         finally:
             if mon:
                 _write_json(rdir / "cpu.json", mon.stop())
@@ -212,9 +228,29 @@ class Experiment:
             meta["finished"] = time.time()
             _write_json(rdir / "run.json", meta)
         self.log(f"  analysing {rdir.name}")
-        rec = analysis.analyze_run(rdir)
+        try:
+            try:
+                rec = analysis.analyze_run(rdir)
+            except Interrupted as e:  # the signal came while analysing: later ones are ignored, redo it
+                interrupted = interrupted or e
+                rec = analysis.analyze_run(rdir)
+        except Exception as e:
+            if interrupted is None:
+                raise
+            # interrupted before the run had its files: list it anyway
+            rec = {"topology": run.topology.name, "algorithm": run.algorithm, "status": "failed",
+                   "error": f"{meta['error']}; not analysed: {type(e).__name__}: {e}".splitlines()[0]}
         rec["dir"] = rdir.name
-        self._log_result(rec)
+        rec["model_source"] = run.model.source
+        rec["time_dilation"] = cfg.time_dilation()
+        rec["size_scale"] = cfg.size_scale
+        rec["real_link_mbps"] = cfg.real_link_mbps
+        self.summary["runs"].append(rec)
+        self._save()
+        if rec.get("sync_seconds") is not None:
+            self._log_result(rec)
+        if interrupted is not None:
+            raise interrupted
         return rec
 
     def _log_result(self, rec):
@@ -225,7 +261,7 @@ class Experiment:
                  f"payload measured/expected {pr['min']:.3f}..{pr['max']:.3f}" if pr.get("min") else "",
                  f"links {rec['link_ratio']['min']:.3f}..{rec['link_ratio']['max']:.3f}" if rec.get("link_ratio", {}).get("min") else "",
                  f"switches {rec.get('switches_with_traffic', '?')}/{rec['switches_total']}",
-                 f"correct={rec['correct']}", f"faithful={rec['faithful']}"]
+                 f"correct={rec['correct']}", f"faithful={_verdict(rec)}"]
         self.log(", ".join(p for p in parts if p))
 
     def _fault_hook(self, net, run):
@@ -245,6 +281,12 @@ class Experiment:
                 self.log(f"  fault: link {intf} <-> {peer} taken down at {elapsed:.1f} s")
                 _write_json(self.out / "faults.json", self.fault)
         return tick
+
+
+def _verdict(rec) -> str:
+    if rec.get("faithful") is None:
+        return f"unverified ({', '.join((rec.get('fidelity') or {}).get('unverified') or ['?'])})"
+    return str(rec["faithful"])
 
 
 def run_experiment(cfg, runs, log=print) -> Path:

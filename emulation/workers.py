@@ -26,7 +26,7 @@ def write_job(run, cfg, run_dir: Path, groups: list) -> Path:
     from workloads.algorithms import base
 
     job = {
-        "algorithm": run.algorithm, "plan": run.plan,
+        "algorithm": run.algorithm, "algo_spec": getattr(run, "spec", "") or run.algorithm, "plan": run.plan,
         "groups": [{"id": g.id, "ranks": list(g.ranks), "nic": g.nic} for g in groups],
         "workers": run.workers, "servers": run.servers, "world": run.workers + run.servers,
         "model": {"spec": run.model.spec, "layers": run.model.to_list()},
@@ -34,7 +34,7 @@ def write_job(run, cfg, run_dir: Path, groups: list) -> Path:
         "store": str(run_dir / "store"), "log_dir": str(run_dir / "workers"),
         "timeout_s": max(30.0, float(cfg.timeout)), "crash": cfg.crash,
         "hosts": run.hosts, "dtype_bytes": base.DTYPE_BYTES, "go_file": str(run_dir / "go"),
-        "train": bool(cfg.train), "lr": cfg.lr, "batch": cfg.batch,
+        "train": bool(cfg.train), "lr": cfg.lr, "batch": cfg.batch, "sparsity": cfg.sparsity,
     }
     path = run_dir / "job.json"
     path.write_text(json.dumps(job, indent=1))

@@ -10,6 +10,14 @@ BUILDERS = {
     "fattree": (fattree.build, {"k": 4}),
 }
 MAX_MBPS = 1000.0  # Mininet's TCLink silently ignores larger bandwidths
+# Smallest rate tc's HTB shapes as configured, measured here (iproute2 6.1, veth, Mininet's
+# own `htb rate %fMbit burst 15k`). tc keeps whole bytes/s: below 8e-6 Mbit the rate is
+# 0 B/s, tc refuses the class ('"rate" is required'), Mininet only logs it and the link
+# stays unshaped (ENVIRONMENT.md: 2.7 Gbit/s at 1e-6). Up to 4.5e-4 Mbit tc accepts the rate
+# but the 15 KB burst overflows its 32-bit time in ticks (shown as "burst 1b".."1616b"),
+# and rates are rounded down to whole bytes/s (1e-5 becomes 8 bit/s). 0.001 Mbit is
+# the smallest round rate kept exactly with the configured burst: measured 1.02 kbit/s.
+MIN_MBPS = 0.001
 
 
 def parse(spec: str) -> tuple[str, dict]:
@@ -56,10 +64,54 @@ def check_bw(v, what="bw") -> float:
         f = float(v)
     except (TypeError, ValueError):
         raise ValueError(f"{what} must be a number of Mbit/s, got {v!r}") from None
-    if not 0 < f <= MAX_MBPS:
-        raise ValueError(f"{what}={v} Mbit/s is out of range: must be > 0 and <= {MAX_MBPS:g} "
-                         "(Mininet ignores larger values)")
+    if not MIN_MBPS <= f <= MAX_MBPS:  # also refuses nan
+        raise ValueError(f"{what}={v} Mbit/s is out of range: must be >= {MIN_MBPS:g} and <= {MAX_MBPS:g} "
+                         "(tc's HTB cannot shape less; Mininet ignores more)")
     return f
+
+
+# What `syncbed run` can start on the project's machines (2 cores, OVS userspace datapath),
+# measured with this code: Fat-Tree k=8 (128 hosts, 80 switches, 384 links) had its network
+# ready in 74 s and all pairs reachable 25 s later, BCube(5,3) (125 servers, 75 switches,
+# 375 links) in 87 s + 71 s (a loaded machine); BCube(2,7) (128 servers, 448 switches)
+# took over 10 min just to create its bridges (each userspace bridge added costs more than
+# the last). Bigger networks are for the SimGrid projection (python -m emulation.project),
+# which builds any size `build` accepts.
+MAX_EMULATED_HOSTS = 128
+MAX_EMULATED_SWITCHES = 80
+MAX_INTF_NAME = 15  # Linux IFNAMSIZ - 1: a longer interface name cannot be created
+
+
+def _sizes(kind: str, params: dict) -> tuple[int, int]:
+    """(hosts, switches) from the closed forms, without building anything."""
+    if kind == "fattree":
+        k = params["k"]
+        return k**3 // 4, 5 * k * k // 4
+    n, k = params["n"], params["k"]
+    if k < 1 or n < 1:
+        return 0, 0  # the builder says what is wrong
+    if k > 64:  # n^k would be astronomic for any n >= 2
+        return 2**64, 2**64
+    return n**k, k * n ** (k - 1)
+
+
+def emulation_problem(spec: str) -> str | None:
+    """Why `syncbed` cannot emulate this topology here, or None. Checks the size before
+    building (BCube(16,3) alone needs over 24 GiB to describe), then the names the
+    network would create. Bad specs raise ValueError like `build`."""
+    kind, params = parse(spec)
+    hosts, switches = _sizes(kind, params)
+    if hosts > MAX_EMULATED_HOSTS or switches > MAX_EMULATED_SWITCHES:
+        name = f"{kind}({','.join(str(v) for v in params.values())})"
+        return (f"{name} has {hosts} hosts and {switches} switches: syncbed emulates at most "
+                f"{MAX_EMULATED_HOSTS} hosts and {MAX_EMULATED_SWITCHES} switches on one machine "
+                "(e.g. fattree,k=8 or bcube,n=5,k=3); project larger networks with python -m emulation.project")
+    topo = build(spec)
+    long = [i for i in topo.intfs if len(i) > MAX_INTF_NAME]
+    if long:
+        return (f"{topo.name} needs interface names longer than Linux's {MAX_INTF_NAME} characters, "
+                f"e.g. {long[0]}; it cannot be emulated")
+    return None
 
 
 def examples() -> list[str]:

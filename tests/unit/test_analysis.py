@@ -1,9 +1,12 @@
 """The pure parts of the analysis: expected bytes laid onto routes, the bound, sync times
 from worker logs, the payload comparison, fidelity verdicts, drop/TCP counter parsing and
-the calibration pairs. Canned inputs only: no capture, no network."""
+the calibration pairs, the host configuration commands, and runs stopped part way. Canned
+inputs only (a few hand-written captures): no network."""
 from __future__ import annotations
 
 import json
+import socket
+import struct
 
 import pytest
 
@@ -223,7 +226,44 @@ def test_fidelity_faithful():
     assert f["faithful"] is True and f["reasons"] == []
     assert (f["ovs_cpu_percent"], f["machine_busy_percent"], f["workers_cpu_percent"]) == (50.0, 60.0, 25.0)
     assert f["calibration"] == {"host": 0.975} and f["capture_drops"] == 0
-    assert analysis.fidelity(None, None, None, None)["faithful"] is True  # nothing measured: nothing wrong
+    assert f["unverified"] == []
+
+
+def test_fidelity_nothing_measured_is_unverified_not_faithful():
+    """Nothing measured is not "nothing wrong": the verdict is None and says what was not checked."""
+    f = analysis.fidelity(None, None, None, None)
+    assert f["faithful"] is None
+    assert f["unverified"] == ["links", "cpu", "capture"]
+    assert [r.split(":")[0] for r in f["reasons"]] == ["not verified"] * 3
+
+
+def test_fidelity_without_calibration_is_unverified():
+    """--no-calibrate: everything else measured and fine, the links were not verified."""
+    f = analysis.fidelity(None, GOOD_CPU, {"dropped_by_kernel": 0}, GOOD_BUSIEST)
+    assert f["faithful"] is None and f["unverified"] == ["links"]
+    assert f["reasons"] == ["not verified: link rates were not calibrated (run without --no-calibrate to check them)"]
+    assert f["calibration"] == {}
+    # an empty calibration (no class measured) verifies nothing either
+    assert analysis.fidelity({"classes": {}}, GOOD_CPU, {"dropped_by_kernel": 0}, GOOD_BUSIEST)["faithful"] is None
+
+
+def test_fidelity_a_broken_invariant_wins_over_an_unverified_one():
+    f = analysis.fidelity(None, GOOD_CPU, {"dropped_by_kernel": 3}, GOOD_BUSIEST)
+    assert f["faithful"] is False and f["unverified"] == ["links"]
+    assert f["reasons"][0] == "capture dropped 3 packets: byte counts are incomplete"
+    assert f["reasons"][1].startswith("not verified: link rates")
+
+
+def test_fidelity_no_capture_and_no_cpu_samples_are_named():
+    # --no-capture: Capture.stop() says 0 drops but there is no pcap, so no busiest link
+    f = analysis.fidelity(GOOD_CAL, GOOD_CPU, {"captured": None, "dropped_by_kernel": 0}, None)
+    assert f["faithful"] is None and f["unverified"] == ["capture"]
+    assert f["reasons"] == ["not verified: no capture of the iterations: the busiest link's rate not checked"]
+    # a run shorter than one CPU sample
+    f = analysis.fidelity(GOOD_CAL, {"samples": 0, "ovs_wait": None, "workers_wait": None},
+                          {"dropped_by_kernel": 0}, GOOD_BUSIEST)
+    assert f["faithful"] is None and f["unverified"] == ["cpu"]
+    assert f["reasons"] == ["not verified: CPU starvation of ovs-vswitchd and the workers was not measured"]
 
 
 def test_fidelity_reasons():
@@ -259,13 +299,15 @@ def test_fidelity_reasons():
     (None, None, None, {"intf": "x", "peak_ratio": 1.06}, "busiest link x peaked"),
 ])
 def test_fidelity_each_invariant_alone(cal, cpu, capture, busiest, needle):
-    f = analysis.fidelity(cal, cpu, capture, busiest)
+    f = analysis.fidelity(cal or GOOD_CAL, {**GOOD_CPU, **(cpu or {})}, capture or {"dropped_by_kernel": 0},
+                          busiest or GOOD_BUSIEST)
     assert f["faithful"] is False and len(f["reasons"]) == 1 and needle in f["reasons"][0]
+    assert f["unverified"] == []
 
 
 def test_fidelity_thresholds_are_inclusive():
-    f = analysis.fidelity(None, {"ovs_cores": {"mean": 0.85}, "ovs_wait": {"mean": analysis.MAX_OVS_WAIT},
-                                 "workers_wait": {"mean": analysis.MAX_WORKER_WAIT}}, None,
+    f = analysis.fidelity(GOOD_CAL, {"ovs_cores": {"mean": 0.85}, "ovs_wait": {"mean": analysis.MAX_OVS_WAIT},
+                                     "workers_wait": {"mean": analysis.MAX_WORKER_WAIT}}, {"dropped_by_kernel": 0},
                           {"intf": "x", "peak_ratio": 1.05})
     assert f["faithful"] is True
 
@@ -327,6 +369,27 @@ def test_drop_delta():
     assert network.drop_delta({"qdisc": {"a": 9}}, {"qdisc": {"a": 2}})["total"] == 0
 
 
+def test_host_commands_put_arp_and_routes_in_one_ip_batch():
+    """Fat-Tree k=6 needs 53 static ARP entries per host: as one shell line (over 4,600
+    characters) Mininet's pty cut it at 4095 and `ip neigh` failed. They go to `ip -batch`."""
+    t = build("fattree,k=6")
+    shell, batch = network.host_commands(t, "h0_0_2", 9000, relay=False)
+    assert shell[0] == "sysctl -qw net.ipv4.ip_forward=0"
+    assert "ethtool -K h0_0_2-eth0 tx off tso off gso off gro off >/dev/null 2>&1" in shell
+    assert batch[:2] == ["link set h0_0_2-eth0 mtu 9000", "addr replace 10.0.0.2/8 dev h0_0_2-eth0"]
+    neigh = [x for x in batch if x.startswith("neigh replace ")]
+    assert len(neigh) == 53 and neigh[0] == "neigh replace 10.0.0.3 lladdr " + t.intfs["h0_0_3-eth0"].mac + \
+        " dev h0_0_2-eth0 nud permanent"
+    assert not any(x.startswith("ip ") for x in batch)  # `ip -batch` lines name no program
+    b = build("bcube,n=4,k=3")
+    shell, batch = network.host_commands(b, "h000", 1500, relay=True)
+    assert shell[0] == "sysctl -qw net.ipv4.ip_forward=1"
+    routes = [x for x in batch if x.startswith("route replace ")]
+    assert len(routes) == len(b.routes["h000"]) == 180
+    r = b.routes["h000"][0]
+    assert routes[0] == f"route replace {r.dst} via {r.via} dev {r.dev} onlink src {r.src}"
+
+
 # ---- calibration pairs --------------------------------------------------------------------------
 def test_calibration_pairs_fattree4():
     t = build("fattree,k=4", bw=20, link_bw={"agg-core": 10})
@@ -371,3 +434,142 @@ def test_expected_port_bytes_agree_with_nic_bytes(spec, algo):
         for a, b in ((link.a, link.b), (link.b, link.a)):
             if a in ports and b in ports:
                 assert ports[a]["tx"] == ports[b]["rx"]
+
+
+# ---- runs that stopped part way (SIGTERM, Ctrl-C, a crash) ---------------------------------------
+def test_sync_times_complete_syncs_count_warmup_and_end_at_the_last_one(tmp_path):
+    write_log(tmp_path, 0, [it(0, 0, 1, 2, warmup=True), it(1, 3, 4, 5), it(2, 6, 7, 8.0)])
+    write_log(tmp_path, 1, [it(0, 0, 1, 2.5, warmup=True), it(1, 3, 4, 5.5)])  # stopped during iteration 2
+    write_log(tmp_path, 2, [it(0, 0, 1, 2, server=True), it(1, 3, 4, 5.7, server=True)])
+    r = analysis.sync_times(tmp_path, workers=2)
+    assert (r["complete_syncs"], r["complete_iters"]) == (2, 1)
+    assert r["complete_until"] == 5.7  # the last t_done of iteration 1, server included
+    assert analysis.sync_times(tmp_path / "none", workers=2)["complete_until"] is None
+
+
+T0 = 1_700_000_000.0
+
+
+def pcap_bytes(records, nano=False) -> bytes:
+    """Classic pcap, LINUX_SLL2; records: (timestamp, captured bytes, original length)."""
+    unit = 10**9 if nano else 10**6
+    out = [struct.pack("<IHHiIII", 0xA1B23C4D if nano else 0xA1B2C3D4, 2, 4, 0, 0, 128, 276)]
+    for t, raw, orig in records:
+        sec = int(t)
+        out.append(struct.pack("<IIII", sec, int(round((t - sec) * unit)), len(raw), orig) + raw)
+    return b"".join(out)
+
+
+def tcp_record(t, ifindex, pkttype, src, dst, sport, dport, seq, payload):
+    """One TCP segment as tcpdump -i any -s 128 writes it: headers captured, payload only counted."""
+    sll2 = struct.pack("!HHIHBB8s", 0x0800, 0, ifindex, 1, pkttype, 6, b"\x02\x00\x00\x00\x00\x01\x00\x00")
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 40 + payload, 0, 0x4000, 64, 6, 0,
+                     socket.inet_aton(src), socket.inet_aton(dst))
+    tcp = struct.pack("!HHIIBBHHH", sport, dport, seq & 0xFFFFFFFF, 0, 5 << 4, 0x10, 65535, 0, 0)
+    raw = sll2 + ip + tcp
+    return t, raw, len(raw) + payload
+
+
+def test_pcap_until_keeps_records_up_to_the_cut_even_out_of_order(tmp_path):
+    recs = [tcp_record(T0 + t, 11, 0, "10.0.0.1", "10.0.0.2", 40000, 5000, i, 100)
+            for i, t in enumerate([1.0, 3.0, 2.0, 2.5, 4.0])]
+    for nano in (False, True):
+        src, dst = tmp_path / f"in{nano}.pcap", tmp_path / f"out{nano}.pcap"
+        src.write_bytes(pcap_bytes(recs, nano))
+        assert analysis.pcap_until(src, dst, T0 + 2.5) == 3
+        assert dst.read_bytes() == pcap_bytes([recs[0], recs[2], recs[3]], nano)
+    (tmp_path / "head.pcap").write_bytes(pcap_bytes([]))
+    assert analysis.pcap_until(tmp_path / "head.pcap", tmp_path / "o.pcap", T0) == 0
+    (tmp_path / "bad.pcap").write_bytes(b"\x0a\x0d\x0d\x0a" + bytes(40))  # pcapng
+    with pytest.raises(ValueError, match="not a classic pcap"):
+        analysis.pcap_until(tmp_path / "bad.pcap", tmp_path / "o.pcap", T0)
+
+
+def interrupted_run_folder(root, with_summary_entry=False):
+    """An experiment folder as a SIGTERM left it: ring on BCube(4,1), 1 warmup + 5 iterations
+    planned; iterations 0 (warmup), 1 and 2 finished on every worker, iteration 3 was cut
+    half way (half of its bytes are in the capture, no worker logged it). Bytes in the
+    capture: exactly the closed form per sync, at the switch port of each end."""
+    t = build("bcube,n=4,k=1", bw=20)
+    hosts = t.hosts()
+    ctx = base.PlanContext(workers=4, layer_sizes=(ELEMENTS,), nics=1, topology=t, hosts=tuple(hosts))
+    algo, plan = base.plan_for("ring", ctx)
+    flows = algo.traffic(plan)
+    folder = root / "20260101-000000-exp"
+    rdir = folder / "01-bcube-4-1-ring-synthetic"
+    (rdir / "workers").mkdir(parents=True)
+    (rdir / "topology.json").write_text(json.dumps(t.to_dict()))
+    (rdir / "job.json").write_text(json.dumps({
+        "algorithm": "ring", "plan": plan, "workers": 4, "servers": 0, "hosts": hosts, "iters": 5, "warmup": 1,
+        "model": {"spec": "synthetic,mb=1", "layers": [["layer0", ELEMENTS, 0.0]]}}, default=list))
+    (rdir / "run.json").write_text(json.dumps({"status": "failed", "error": "interrupted (SIGTERM)"}))
+    ports = [i.name for i in t.intfs.values() if t.nodes[i.node].kind == "switch"]
+    ifindex = {name: 11 + n for n, name in enumerate(ports)}
+    (rdir / "ifindex.json").write_text(json.dumps({v: k for k, v in ifindex.items()}))
+    records, seq = [], {}
+    for sync, share in ((0, 1.0), (1, 1.0), (2, 1.0), (3, 0.5)):
+        for f in flows:
+            src, dst = t.host_nics(hosts[f.src])[0], t.host_nics(hosts[f.dst])[0]
+            left, k = int(f.payload * share), 0
+            while left > 0:
+                seg = min(left, 60000)
+                for port, pkttype in ((t.peer(src.name).name, 0), (t.peer(dst.name).name, 4)):
+                    records.append(tcp_record(T0 + 10 * sync + 1 + k * 1e-3, ifindex[port], pkttype, src.ip, dst.ip,
+                                              40000 + f.src, 5000 + f.dst, seq.get(f.src, 0), seg))
+                seq[f.src] = seq.get(f.src, 0) + seg
+                left -= seg
+                k += 1
+    (rdir / "capture.pcap").write_bytes(pcap_bytes(records))
+    (rdir / "capture.json").write_text(json.dumps({"captured": len(records), "dropped_by_kernel": 0, "counters": {}}))
+    for rank in range(4):
+        write_log(rdir / "workers", rank, [it(i, T0 + 10 * i, T0 + 10 * i + 0.5, T0 + 10 * i + 6 + rank / 10,
+                                              warmup=i == 0) for i in range(3)])
+    runs = [{"dir": rdir.name, "topology": "bcube(4,1)", "algorithm": "ring"}] if with_summary_entry else []
+    (folder / "summary.json").write_text(json.dumps({"status": "failed", "error": "interrupted (SIGTERM)",
+                                                     "experiment": "exp", "networks": [], "runs": runs}))
+    return folder, rdir, flows
+
+
+def test_interrupted_run_is_judged_over_its_completed_syncs(tmp_path):
+    folder, rdir, flows = interrupted_run_folder(tmp_path)
+    rec = analysis.analyze_run(rdir)
+    assert rec["status"] == "failed"
+    assert rec["error"] == "interrupted (SIGTERM); 2 of 5 iterations completed"
+    assert (rec["iters_completed"], rec["syncs_counted"]) == (2, 3)
+    assert len(rec["sync_seconds"]) == 2 and rec["correct"] is True
+    assert rec["capture_cut_at"] == pytest.approx(T0 + 20 + 6.3)
+    # expected = closed form x 3 completed syncs; the half iteration after the cut is not counted
+    pr = rec["payload_ratio"]
+    assert pr["min"] == pytest.approx(1.0) and pr["max"] == pytest.approx(1.0) and pr["unexpected"] == []
+    assert rec["payload_ok"] is True and rec["links_ok"] is True
+    per_nic = 2 * 3 * MIB // 4
+    assert rec["payload_bytes_expected"]["h0-eth0"] == {"tx": 3 * per_nic, "rx": 3 * per_nic}
+    assert not list(rdir.glob("*completed*")) and (rdir / "capture.pcap").exists()  # the cut copy is gone
+
+
+def test_analyze_recovers_an_interrupted_run_its_summary_did_not_list(tmp_path, capsys):
+    """Issue #6: SIGTERM left the raw files but summary.json listed no run; `syncbed analyze`
+    recovered nothing. It now finds the run folder and lists the run with what finished."""
+    from emulation import cli
+
+    folder, rdir, _ = interrupted_run_folder(tmp_path)
+    assert cli.main(["analyze", str(folder)]) == 0
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["status"] == "failed" and summary["error"] == "interrupted (SIGTERM)"
+    [run] = summary["runs"]
+    assert run["dir"] == rdir.name and run["status"] == "failed"
+    assert run["iters_completed"] == 2 and run["payload_ok"] is True
+    assert (folder / "report.md").exists()
+    assert "analysing 01-bcube-4-1-ring-synthetic" in capsys.readouterr().out
+
+
+def test_logged_flows_sum_what_ranks_sent_in_the_counted_iterations(tmp_path):
+    logs = tmp_path / "workers"
+    logs.mkdir()
+    (logs / "rank0.jsonl").write_text("\n".join(json.dumps(e) for e in [
+        {"event": "iter", "iter": 0, "sent": [[1, 0, 100, 2]]},
+        {"event": "iter", "iter": 1, "sent": [[1, 0, 40, 1], [2, 0, 8, 1]]},
+        {"event": "iter", "iter": 2, "sent": [[1, 0, 999, 9]]}]) + "\n")
+    (logs / "rank1.jsonl").write_text(json.dumps({"event": "iter", "iter": 0, "sent": [[0, 0, 5, 1]]}) + "\n")
+    flows = analysis.logged_flows(logs, syncs=2)  # iteration 2 did not complete everywhere
+    assert flows == [base.Flow(0, 1, 0, 140, 3), base.Flow(0, 2, 0, 8, 1), base.Flow(1, 0, 0, 5, 1)]

@@ -43,9 +43,39 @@ FRESH, FORKED = "fresh", "forked"
 BAD_INPUT = {
     "bcube_n1": (["run", "--topo", "bcube,n=1,k=2"], r"BCube n=1 is out of range", FORKED),
     "fattree_k3": (["run", "--topo", "fattree,k=3"], r"Fat-Tree k=3 is invalid: k must be an even number", FORKED),
-    "algo_nope": (["run", "--algo", "nope"], r"unknown algorithm 'nope'; valid: bml, gloo, ps, ring", FORKED),
-    "bw_0": (["run", "--bw", "0"], r"bw=0(\.0)? Mbit/s is out of range: must be > 0 and <= 1000", FRESH),
+    "algo_nope": (["run", "--algo", "nope"], r"unknown algorithm 'nope'; valid: bml, .*gloo, .*ps, ring", FORKED),
+    "bw_0": (["run", "--bw", "0"], r"bw=0(\.0)? Mbit/s is out of range: must be >= 0\.001 and <= 1000", FRESH),
     "bw_5000": (["run", "--bw", "5000"], r"bw=5000(\.0)? Mbit/s is out of range", FRESH),
+    # below what tc's HTB shapes: 1e-6 Mbit/s left links unshaped and the run went on
+    "bw_tiny": (["run", "--bw", "1e-6"], r"bw=1e-06 Mbit/s is out of range: must be >= 0\.001 and <= 1000 "
+                r"\(tc's HTB cannot shape less", FRESH),
+    "link_bw_tiny": (["topo", "fattree,k=4", "--bw", "0.0005"], r"bw=0\.0005 Mbit/s is out of range", FRESH),
+    # typed options: one line naming the option, the value and what is valid (not argparse's usage)
+    "bw_abc": (["run", "--bw", "abc"], r"^syncbed: argument --bw: 'abc' is not valid; give a number of Mbit/s, "
+               r"0\.001 to 1000; see syncbed run --help$", FRESH),
+    "topo_bw_abc": (["topo", "fattree,k=4", "--bw", "x"], r"argument --bw: 'x' is not valid; give a number of Mbit/s",
+                    FRESH),
+    "workers_x": (["run", "--workers", "x"], r"argument --workers: 'x' is not valid; give a whole number >= 1", FRESH),
+    "iters_float": (["run", "--iters", "1.5"], r"argument --iters: '1\.5' is not valid; give a whole number >= 1",
+                    FRESH),
+    "warmup_x": (["run", "--warmup", "one"], r"argument --warmup: 'one' is not valid; give a whole number >= 0", FRESH),
+    "timeout_s": (["run", "--timeout", "10s"], r"argument --timeout: '10s' is not valid; give a number of seconds",
+                  FRESH),
+    "unknown_option": (["run", "--bogus"], r"unrecognized arguments: --bogus; see syncbed --help", FRESH),
+    "no_command": ([], r"the following arguments are required: \{run,topo,algos,analyze,clean\}", FRESH),
+    # analyze on folders that are not an experiment's results: one line, nothing written
+    "analyze_nowhere": (["analyze", "{tmp}/nowhere"], r"nowhere is not a folder; give a results folder made by "
+                        r"syncbed run", FRESH),
+    "analyze_no_summary": (["analyze", "{tmp}/empty"], r"empty has no summary\.json; give a results folder", FRESH),
+    "analyze_bad_json": (["analyze", "{tmp}/badjson"], r"badjson/summary\.json is unreadable \(JSONDecodeError: ",
+                         FRESH),
+    "analyze_not_summary": (["analyze", "{tmp}/list"], r"list/summary\.json is not the summary of a syncbed run",
+                            FRESH),
+    "analyze_copy": (["analyze", "{tmp}/copy"], r"copy lacks the raw files of its runs \(01-fattree-4-ring-synthetic "
+                     r"have no job\.json\): a copy of the summary and report cannot be re-analysed", FRESH),
+    "analyze_one_run": (["analyze", "{tmp}/exp/01-x"], r"01-x is one run of an experiment; analyse the experiment's "
+                        r"folder .*/exp$", FRESH),
+    "analyze_broken_run": (["analyze", "{tmp}/broken"], r"cannot analyse .*broken/01-x: KeyError: ", FORKED),
     "workers_9": (["run", "--topo", "bcube,n=2,k=2", "--workers", "9"],
                   r"9 workers \+ 0 servers do not fit on bcube\(2,2\), which has 4 hosts", FORKED),
     "bml_fattree": (["run", "--topo", "fattree,k=4", "--algo", "bml"], r"bml runs on bcube only, not fattree\(4\)",
@@ -61,8 +91,45 @@ BAD_INPUT = {
                    r"crash rank 4 is not a rank of every run", FORKED),
     "placement": (["run", "--placement", "random"], r"placement 'random' is unknown; valid: ordered, spread", FORKED),
     "topo_mesh": (["topo", "mesh"], r"unknown topology 'mesh'; valid: bcube", FORKED),
+    # only what can start here: BCube(16,3) alone took over 24 GiB to describe, BCube(2,7)'s
+    # 448 bridges took 10 min, Fat-Tree k=16 is for the SimGrid projection
+    "topo_too_big": (["topo", "bcube,n=16,k=3"], r"bcube\(16,3\) has 4096 hosts and 768 switches: syncbed emulates "
+                     r"at most 128 hosts and 80 switches on one machine .*python -m emulation\.project", FRESH),
+    "topo_many_switches": (["topo", "bcube,n=2,k=7"], r"bcube\(2,7\) has 128 hosts and 448 switches", FRESH),
+    "run_too_big": (["run", "--topo", "fattree,k=16"], r"fattree\(16\) has 1024 hosts and 320 switches", FRESH),
 }
+# run as root only: a non-root run is refused for that first
+ROOT_BAD_INPUT = {
+    "out_proc": (["run", "--topo", "bcube,n=2,k=2", "--algo", "ring", "--out", "/proc/syncbed-test"],
+                 r"^syncbed: --out /proc/syncbed-test: cannot be created or written: making a folder in /proc fails "
+                 r"\(.+\); give a folder syncbed can create or write to$", FORKED),
+    "out_under_file": (["run", "--topo", "bcube,n=2,k=2", "--algo", "ring", "--out", "{tmp}/afile/results"],
+                       r"--out .*/afile/results: .*/afile is not a folder", FORKED),
+}
+
+
+def make_folders(tmp: Path) -> None:
+    """The folders the analyze and --out cases point at ({tmp} in their argv)."""
+    (tmp / "empty").mkdir()
+    (tmp / "badjson").mkdir()
+    (tmp / "badjson" / "summary.json").write_text('{"runs": [')
+    (tmp / "list").mkdir()
+    (tmp / "list" / "summary.json").write_text("[1, 2]")
+    (tmp / "copy").mkdir()  # summary and report without the run folders, like docs/results/*
+    (tmp / "copy" / "summary.json").write_text(json.dumps({"status": "ok", "runs": [
+        {"dir": "01-fattree-4-ring-synthetic", "topology": "fattree(4)", "algorithm": "ring"}]}))
+    (tmp / "exp" / "01-x").mkdir(parents=True)
+    (tmp / "exp" / "summary.json").write_text(json.dumps({"status": "ok", "runs": [{"dir": "01-x"}]}))
+    (tmp / "exp" / "01-x" / "job.json").write_text("{}")
+    (tmp / "broken" / "01-x").mkdir(parents=True)
+    (tmp / "broken" / "summary.json").write_text(json.dumps({"status": "ok", "runs": []}))
+    (tmp / "broken" / "01-x" / "job.json").write_text("{}")
+    (tmp / "broken" / "01-x" / "topology.json").write_text("{}")
+    (tmp / "afile").write_text("not a folder")
+
+
 OK_COMMANDS = {
+    "topo_fattree8": (["topo", "fattree,k=8"], FRESH),  # the largest Fat-Tree started here
     "topo_bcube32": (["topo", "bcube,n=3,k=2"], FRESH),
     "topo_fattree4_v": (["topo", "fattree,k=4", "--bw", "10", "-v"], FRESH),
     "algos": (["algos"], FORKED),
@@ -146,7 +213,10 @@ def cli(tmp_path_factory):
     name -> (returncode, stdout, stderr)."""
     tmp = tmp_path_factory.mktemp("cli")
     env = safe_env(tmp)
-    cases = {name: (argv + (MODEL if argv[0] == "run" else []), how) for name, (argv, _, how) in BAD_INPUT.items()}
+    make_folders(tmp)
+    bad = {**BAD_INPUT, **(ROOT_BAD_INPUT if IS_ROOT else {})}
+    cases = {name: ([a.replace("{tmp}", str(tmp)) for a in argv] + (MODEL if argv[:1] == ["run"] else []), how)
+             for name, (argv, _, how) in bad.items()}
     cases.update({name: (argv, how) for name, (argv, how) in OK_COMMANDS.items()})
     cases["clean_locked"] = (["clean"], FRESH)
     forked = {name: argv for name, (argv, how) in cases.items() if how == FORKED}
@@ -175,6 +245,7 @@ def cli(tmp_path_factory):
             out[name] = (rc, (outdir / f"{name}.out").read_text(), (outdir / f"{name}.err").read_text())
         assert set(out) >= set(cases)
         out["holder_pid"] = holder.pid
+        out["tmp"] = tmp
         return out
     finally:
         for p in procs.values():
@@ -190,15 +261,26 @@ def one_line(stderr: str) -> str:
     return lines[0]
 
 
-@pytest.mark.parametrize("name", list(BAD_INPUT))
+@pytest.mark.parametrize("name", list(BAD_INPUT) + [pytest.param(
+    n, marks=pytest.mark.skipif(not IS_ROOT, reason="as non-root, root is what is refused first"))
+    for n in ROOT_BAD_INPUT])
 def test_bad_input_exits_2_with_one_line(cli, name):
     code, out, err = cli[name]
     line = one_line(err)
     assert code == 2, (code, out, err)
     assert line.startswith("syncbed: ")
-    assert re.search(BAD_INPUT[name][1], line), line
-    assert "missing" not in line and "root" not in line  # refused as input, not by the environment
-    assert out == ""
+    assert re.search({**BAD_INPUT, **ROOT_BAD_INPUT}[name][1], line), line
+    # refused as input, not by the environment ("pytest-of-root" may be in a path)
+    assert "is missing" not in line and "must run as root" not in line
+    assert all(x.startswith("analysing ") for x in out.splitlines())  # progress only, else nothing
+
+
+def test_refused_analyze_and_out_write_nothing(cli):
+    tmp = cli["tmp"]
+    assert json.loads((tmp / "broken" / "summary.json").read_text()) == {"status": "ok", "runs": []}
+    assert not (tmp / "broken" / "report.md").exists() and not (tmp / "copy" / "report.md").exists()
+    assert not Path("/proc/syncbed-test").exists() and (tmp / "afile").read_text() == "not a folder"
+    assert not list(tmp.glob("*/.syncbed-probe-*")) and not list(tmp.glob(".syncbed-probe-*"))
 
 
 def test_topo_describes_bcube(cli):
@@ -218,11 +300,20 @@ def test_topo_verbose_lists_nics_and_ports(cli):
     assert "  e0_0 dpid 0x1: ports 1->h0_0_2, 2->h0_0_3, 3->a0_2, 4->a0_3" in out
 
 
+def test_topo_accepts_the_largest_network_started_here(cli):
+    code, out, err = cli["topo_fattree8"]
+    assert (code, err) == (0, "")
+    assert out.startswith("fattree(8): 128 servers, 80 switches, 384 links, 1 NICs per server")
+
+
 def test_algos_lists_the_registry(cli):
     code, out, err = cli["algos"]
     assert (code, err) == (0, "")
-    names = [line.split()[0] for line in out.splitlines()]
-    assert names == ["bml", "gloo", "ps", "ring"]
+    names = [line.split()[0] for line in out.splitlines() if line and not line.startswith(" ")]
+    from workloads.algorithms import base
+
+    assert names == sorted(base.registry())
+    assert {"bml", "gloo", "ps", "ring", "topk", "gtopk"} <= set(names)
     assert "(on bcube)" in out.splitlines()[0]
 
 
