@@ -20,7 +20,7 @@ from pathlib import Path
 import yaml
 
 from controllers.launcher import Controller
-from emulation import analysis
+from emulation import analysis, linkprobe, replan
 from emulation.calibrate import calibrate
 from emulation.capture import Capture
 from emulation.monitor import CpuMonitor
@@ -28,6 +28,7 @@ from emulation.network import Network, drop_counters, drop_delta
 from emulation.state import Lock, State, cleanup
 from emulation.workers import WorkerFailure, Workers, write_job
 from workloads.algorithms import base
+from workloads.linkmodel import LinkModel
 
 
 class Interrupted(Exception):
@@ -158,6 +159,7 @@ class Experiment:
                                              "mininet_start_seconds": round(net.start_seconds, 2),
                                              "reachability_seconds": round(reach, 2), "calibration": calib})
             self._save()
+            self._measure_link(net, topo, tdir, runs)
             for run in runs:
                 rec = self._run_one(run, net, calib)
                 if rec["status"] != "ok":
@@ -166,10 +168,31 @@ class Experiment:
                 thing.stop()
                 self.active.remove(thing)
 
+    def _measure_link(self, net, topo, tdir, runs):
+        """Measure a, b where a planner needs them (or the experiment scales to a real
+        setting), once per set of worker hosts, and plan those runs again with it."""
+        probes: dict = {}
+        for run in replan.needs_link(runs, self.cfg):
+            key = tuple(run.hosts)
+            if key not in probes:
+                same = [r for r in runs if tuple(r.hosts) == key]
+                max_bytes = min(max(r.model.bytes for r in same), linkprobe.MAX_PROBE_BYTES)
+                probes[key] = linkprobe.measure(net, topo, list(key), tdir / f"link-probe-{len(probes) + 1}",
+                                                self.state, max_bytes, self.cfg.timeout, log=self.log)
+                self.summary["networks"][-1].setdefault("link_probes", []).append(probes[key])
+                self._save()
+            probe = probes[key]
+            run.stand_in = replan.apply_link(run, LinkModel.from_dict(probe["model"]), self.cfg.real_setting)
+            run.stand_in.update(probe_ok=probe["ok"], probe_points=probe["points"])
+            if self.cfg.real_setting:
+                self.log(f"  {run.label}: stands for {self.cfg.real_setting.get('name', 'the real setting')} with "
+                         f"sizes / {run.stand_in['size_scale']:.3g} and times x {run.stand_in['time_factor']:.3g}"
+                         f" ({run.model.bytes / 2**20:.2f} MiB, backward {run.model.backward_s:.2f} s per iteration)")
+
     # ---- per run -----------------------------------------------------------------------
     def _run_one(self, run, net, calib) -> dict:
         cfg = self.cfg
-        rdir = self.out / f"{run.index:02d}-{_slug(run.topology.name)}-{run.algorithm}-{_slug(run.model.spec.split(',')[0])}"
+        rdir = self.out / f"{run.index:02d}-{_slug(run.topology.name)}-{_slug(run.spec or run.algorithm)}-{_slug(run.model.spec.split(',')[0])}"
         rdir.mkdir()
         _write_json(rdir / "topology.json", run.topology.to_dict())
         if calib:
@@ -245,6 +268,19 @@ class Experiment:
         rec["time_dilation"] = cfg.time_dilation()
         rec["size_scale"] = cfg.size_scale
         rec["real_link_mbps"] = cfg.real_link_mbps
+        stand_in = getattr(run, "stand_in", None)
+        if stand_in:
+            rec["link_model"] = stand_in["link"]
+            if "size_scale" in stand_in:  # scaled to the stated real setting
+                rec.update(size_scale=stand_in["size_scale"],
+                           time_dilation=stand_in["time_factor"] * stand_in["compute_factor"],
+                           real_setting=stand_in["real_setting"], stand_in=stand_in)
+            if not stand_in.get("probe_ok", True) and rec.get("fidelity"):
+                r2 = stand_in["link"].get("r2")
+                rec["fidelity"].setdefault("reasons", []).append(
+                    f"the a + b*m fit of the link probe has R^2 {r2 if r2 is None else round(r2, 3)} < "
+                    f"{linkprobe.MIN_R2}: the plan rests on a poor cost model")
+                rec["faithful"] = rec["fidelity"]["faithful"] = False
         self.summary["runs"].append(rec)
         self._save()
         if rec.get("sync_seconds") is not None:

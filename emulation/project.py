@@ -1,0 +1,564 @@
+"""Project an algorithm's sync schedule to thousands of workers in SimGrid (issue #11).
+
+The emulation is faithful up to a few dozen workers on one machine; this runs the same plan
+(`Algorithm.steps(plan)`, the same `Flow`s the workers send and the analysis checks) on the
+same `Topology` in SimGrid's flow-level network model, at any size the description builds.
+
+    python -m emulation.project --topo fattree,k=16 --algo ring,ps --workers 1024 --mb 4 --bw 1000
+
+Split of duties:
+- `emulation/simgrid_platform.py`: Topology -> SimGrid platform (hosts, switches, directed
+  links, the description's routes); pure data, then `instantiate`.
+- here, pure: `NetworkModel` (the SimGrid options and why), `simulable` (which plans have a
+  simulated form), `check_buildable` / `estimate_memory` / `estimate_seconds` (refuse, in one
+  line, a description or a projection that would not fit in memory or would run for hours),
+  `schedule` (steps -> the messages each step starts);
+- here, SimGrid: `simulate` runs one schedule in a forked child process (SimGrid 3.32 allows
+  one engine per process, and aborts on a second), with one driver actor that starts every
+  message of a step with `Comm.sendto_async` and waits for all of them (the step barrier
+  `emulation/fluid.py` also assumes), or, for comparison, one actor per rank (`mode`);
+- `project`: one run record with the emulation's summary.json field names plus
+  `"simulated": true`; `main`: the CLI.
+
+Messages. Every `Flow(src, dst, nic, bytes, messages)` of a step becomes one SimGrid
+communication of `bytes + messages * GLOO_FRAMING_BYTES` (its TCP payload on the wire, what
+the captures measure) from src's host to dst's NIC `nic`, along `Topology.route`.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import resource
+import sys
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+from emulation import simgrid_platform
+from topologies.description import Topology
+from workloads.algorithms import base
+
+
+class TooLarge(ValueError):
+    """A projection refused before it starts: its memory or run time estimate is too large."""
+
+
+FLUID_MAX_WORKERS = 64  # emulation/fluid.py is pure Python, 7x SimGrid's CPU on PS: minutes beyond this
+MODES = ("driver", "ranks")
+
+
+# ---- the network model ------------------------------------------------------------------
+@dataclass(frozen=True)
+class NetworkModel:
+    """SimGrid's CM02 model: max-min fair sharing of every directed link among the flows
+    crossing it, re-solved at each flow's start and end, with only the corrections below.
+
+    Why not the default LV08: it multiplies link latency by 13.01 and weighs flows by
+    (latency + 20537 B / bandwidth) per link (RTT unfairness fitted on real WANs). The
+    emulated network has no link delay, every flow of a link queues behind the same HTB
+    queue, and the question is the bandwidth term: plain max-min with a bandwidth factor.
+    - bandwidth factor = TCP payload per frame that HTB shapes: (MTU - 52) / (MTU + 14)
+      (IPv4 20 B + TCP with timestamps 32 B inside the MTU; HTB counts the 14 B Ethernet
+      header). 0.9927 at the emulation's MTU 9000, 0.956 at 1500. The messages are payload
+      bytes, so this is the rate they can have.
+    - latency 0 (and latency factor 1): no delay is emulated; TCP's window limit
+      (gamma / 2 RTT) then never binds, as on the emulated LAN.
+    - cross-traffic off: SimGrid would charge 5% of each flow to the reverse route for
+      ACKs; at MTU 9000 one 66 B ACK per two frames is 0.4%.
+    - optim Full (re-solve the whole sharing system at each event) instead of Lazy: the same
+      times, and 30% less CPU when every flow of a step shares links with the others (PS on
+      Fat-Tree k=8: 16 s against 23 s), which is the case that costs (docs/PROJECTION.md).
+    """
+
+    mtu: int = 9000
+    bandwidth_factor: float | None = None  # None: from the MTU
+
+    @property
+    def factor(self) -> float:
+        if self.bandwidth_factor is not None:
+            return float(self.bandwidth_factor)
+        return (self.mtu - 52) / (self.mtu + 14)
+
+    def cfg(self) -> list:
+        return ["--cfg=network/model:CM02", f"--cfg=network/bandwidth-factor:{self.factor:.6f}",
+                "--cfg=network/latency-factor:1", "--cfg=network/weight-S:0",
+                "--cfg=network/crosstraffic:0", "--cfg=network/optim:Full"]
+
+    def describe(self) -> dict:
+        return {"name": "CM02", "bandwidth_factor": round(self.factor, 6), "mtu": self.mtu,
+                "latency_s": 0.0, "weight_S": 0, "crosstraffic": False, "optim": "Full", "cfg": self.cfg()}
+
+
+# ---- pure: what can be simulated, how much memory, which messages ------------------------
+def simulable(algo: base.Algorithm) -> str | None:
+    """None if the plan has a simulated form; else one line saying why not."""
+    if "link" in algo.needs:
+        return (f"{algo.name} overlaps its all-reduces with per-layer backward compute, which the "
+                "projection does not simulate yet (only communication steps)")
+    if algo.data_dependent:
+        return f"{algo.name}'s bytes depend on the gradients: the projection has no simulated form for them yet"
+    return None
+
+
+# Bytes per object, measured on this machine (peak RSS, see docs/PROJECTION.md): a host's
+# static route and an ARP entry in the description (BCube(8,3): 774k routes, 283 MB; Fat-Tree
+# k=16: 1M ARP entries, 75 MB), an interface, a switch's ECMP table entry for one destination
+# NIC, a simulated route (Python tuples of names in the memo and the platform, SimGrid's route
+# and its link vector), a concurrent communication (activity, LMM variable and its elements),
+# one cell of the full zone's route table.
+MEM_BASE = 250e6  # interpreter, torch (imported by the algorithm registry), SimGrid, networkx
+MEM_PER_HOST_ROUTE = 370.0
+MEM_PER_ARP = 75.0
+MEM_PER_INTF = 2000.0
+MEM_PER_TABLE_ENTRY = 150.0
+MEM_PER_ROUTE = 700.0
+MEM_PER_ROUTE_LINK = 260.0
+MEM_PER_COMM = 2500.0
+MEM_PER_CELL = 8.0
+# CPU seconds, measured: SimGrid re-solves the sharing of every coupled flow at each flow's end,
+# so a step of F flows that share links costs ~C * F^2 (PS on Fat-Tree k=6 and k=8:
+# 2.5e-8 and 3.0e-8); a route costs 40 us, a switch's ECMP table 12 us per destination NIC.
+CPU_PER_FLOW_PAIR = 3.0e-8
+CPU_PER_ROUTE = 40e-6
+CPU_PER_TABLE_ENTRY = 12e-6
+
+
+def _nics(topo: Topology) -> int:
+    return sum(1 for i in topo.intfs.values() if i.ip)
+
+
+def description_sizes(topo_spec: str) -> dict:
+    """Closed-form sizes of a topology spec, before building it (building BCube(16,3) alone
+    would need over 24 GiB): hosts, switches, NICs, interfaces, host routes, ARP entries."""
+    from topologies import spec
+
+    kind, params = spec.parse(topo_spec)
+    if kind == "fattree":
+        k = params["k"]
+        hosts, switches, links = k**3 // 4, 5 * k * k // 4, 3 * k**3 // 4
+        return {"hosts": hosts, "switches": switches, "nics": hosts, "intfs": 2 * links,
+                "host_routes": 0, "arp": hosts * (hosts - 1)}
+    n, k = params["n"], params["k"]
+    if n < 1 or k < 1 or k > 64:
+        return {"hosts": 0, "switches": 0, "nics": 0, "intfs": 0, "host_routes": 0, "arp": 0} if k <= 64 else \
+            {"hosts": 2**64, "switches": 2**64, "nics": 2**64, "intfs": 2**64, "host_routes": 2**128, "arp": 0}
+    servers = n**k
+    # every server holds a /32 route to each NIC of every server it does not share a switch with
+    # (BCube(8,3): 1512 = 512 * 3 - 24), and ARP entries for its switch neighbours
+    return {"hosts": servers, "switches": k * n ** (k - 1), "nics": servers * k, "intfs": 2 * servers * k,
+            "host_routes": servers * max(0, servers * k - k * n), "arp": servers * k * (n - 1)}
+
+
+def description_bytes(sizes: dict) -> float:
+    return (MEM_PER_HOST_ROUTE * sizes["host_routes"] + MEM_PER_ARP * sizes["arp"]
+            + MEM_PER_INTF * sizes["intfs"] + MEM_PER_TABLE_ENTRY * sizes["switches"] * sizes["nics"]
+            + MEM_PER_CELL * (sizes["hosts"] + sizes["switches"]) ** 2)
+
+
+def topology_sizes(topo: Topology) -> dict:
+    return {"hosts": len(topo.hosts()), "switches": len(topo.switches()), "nics": _nics(topo),
+            "intfs": len(topo.intfs), "host_routes": sum(len(v) for v in topo.routes.values()),
+            "arp": sum(len(v) for v in topo.arp.values())}
+
+
+def estimate_memory(topo: Topology | dict, pairs: int, hops: float, comms: int) -> float:
+    """Peak bytes of a projection (the parent, and the forked child that simulates): the
+    description (a Topology, or the closed-form sizes of one not built yet), its switch
+    tables, the routes of the used pairs, the concurrent communications."""
+    sizes = topo if isinstance(topo, dict) else topology_sizes(topo)
+    return (MEM_BASE + description_bytes(sizes) + pairs * (MEM_PER_ROUTE + MEM_PER_ROUTE_LINK * hops)
+            + MEM_PER_COMM * comms)
+
+
+def check_buildable(topo_spec: str, max_memory: float | None = None) -> None:
+    """Refuse (TooLarge, one line) a topology whose description alone would not fit."""
+    sizes = description_sizes(topo_spec)
+    need = MEM_BASE + description_bytes(sizes)
+    have = max_memory if max_memory is not None else available_memory()
+    if need > have:
+        raise TooLarge(f"{topo_spec} ({sizes['hosts']} hosts, {sizes['switches']} switches, "
+                       f"{sizes['host_routes']} host routes) needs about {need / 2**30:.1f} GiB just to describe, "
+                       f"{have / 2**30:.1f} GiB available")
+
+
+def estimate_seconds(topo: Topology, pairs: int, step_flows: list) -> float:
+    """CPU seconds a projection may take: routes, switch tables and the F^2 of coupled steps
+    (an upper estimate: flows that end together cost one event, not one each)."""
+    return (CPU_PER_ROUTE * pairs + CPU_PER_TABLE_ENTRY * len(topo.switches()) * _nics(topo)
+            + CPU_PER_FLOW_PAIR * sum(f * f for f in step_flows))
+
+
+MEMORY_MARGIN = 0.8  # use at most this share of MemAvailable: the estimates are +-30%
+
+
+def available_memory() -> float:
+    """MemAvailable from /proc/meminfo times MEMORY_MARGIN, bytes (inf where unreadable)."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return float(line.split()[1]) * 1024 * MEMORY_MARGIN
+    except OSError:
+        pass
+    return float("inf")
+
+
+def schedule(steps: list, hosts: list, endpoints: dict) -> list:
+    """Steps of Flows -> steps of (src endpoint, dst endpoint, payload bytes) messages."""
+    out = []
+    for step in steps:
+        msgs = []
+        for f in step:
+            if f.payload <= 0 or f.src == f.dst:
+                continue
+            src, dst = endpoints[(hosts[f.src], hosts[f.dst], f.nic)]
+            msgs.append((src, dst, int(f.payload)))
+        out.append(msgs)
+    return out
+
+
+def pairs_of(steps: list, hosts: list) -> set:
+    return {(hosts[f.src], hosts[f.dst], f.nic) for step in steps for f in step if f.payload > 0 and f.src != f.dst}
+
+
+# ---- SimGrid: one simulation per child process -------------------------------------------
+def _import_simgrid():
+    """Import SimGrid with its import-time INFO line ('contexts/factory') kept off stderr."""
+    saved = os.dup(2)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 2)
+        import simgrid
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
+    return simgrid
+
+
+def simgrid_available() -> str | None:
+    """None if the simgrid module imports; else why not (one line)."""
+    try:
+        _import_simgrid()
+    except ImportError as e:
+        return f"SimGrid's Python module is missing ({e}): apt-get install python3-simgrid (scripts/setup.sh)"
+    return None
+
+
+def _run_in_engine(platform, sched, model: NetworkModel, mode: str, inspect: bool) -> dict:
+    """Runs in the child: build the platform, run the schedule, report times and bytes."""
+    simgrid = _import_simgrid()
+    t0, c0 = time.perf_counter(), time.process_time()
+    engine = simgrid.Engine(["syncbed-project", *model.cfg(), "--log=root.thres:warning",
+                             "--log=xbt_cfg.thres:warning"])
+    hosts = simgrid_platform.instantiate(platform, simgrid)
+    t_platform = time.perf_counter() - t0
+    step_end: list = []
+    sent: dict = {}  # (src ep, dst ep) -> bytes of the communications the actors completed
+
+    def start(step):
+        return [(simgrid.Comm.sendto_async(hosts[s], hosts[d], size), (s, d), size) for s, d, size in step]
+
+    def finish(started):
+        simgrid.Comm.wait_all([c for c, _, _ in started])
+        for c, pair, size in started:
+            if c.remaining > 0:
+                raise RuntimeError(f"a message {pair[0]} -> {pair[1]} ended with {c.remaining} bytes left")
+            sent[pair] = sent.get(pair, 0) + size
+
+    if mode == "driver":
+        def driver():
+            for step in sched:
+                finish(start(step))
+                step_end.append(simgrid.Engine.clock)
+        simgrid.Actor.create("driver", hosts[platform.hosts[0]], driver)
+    elif mode == "ranks":
+        # one actor per sending host, a barrier after every step: the schedule as the
+        # workers run it, for comparison with the driver (same times, more context switches)
+        senders = sorted({s for step in sched for s, _, _ in step}) or [platform.hosts[0]]
+        barrier = simgrid.Barrier(len(senders))
+        mine = {h: [[m for m in step if m[0] == h] for step in sched] for h in senders}
+
+        def rank(h):
+            for step in mine[h]:
+                finish(start(step))
+                barrier.wait()
+                if h == senders[0]:
+                    step_end.append(simgrid.Engine.clock)
+        for h in senders:
+            simgrid.Actor.create(f"rank-{h}", hosts[h], rank, h)
+    else:
+        raise ValueError(f"mode {mode!r} is unknown; valid: {', '.join(MODES)}")
+    t1 = time.perf_counter()
+    engine.run()
+    t_run = time.perf_counter() - t1
+    # bytes per directed link, along the routes SimGrid itself holds (not the description's)
+    link_bytes: dict = {}
+    for (s, d), b in sent.items():
+        links, _ = hosts[s].route_to(hosts[d])
+        for link in links:
+            link_bytes[link.name] = link_bytes.get(link.name, 0) + b
+    out = {"step_seconds": [b - a for a, b in zip([0.0] + step_end[:-1], step_end)],
+           "sync_seconds": step_end[-1] if step_end else 0.0,
+           "link_bytes": link_bytes, "sent": sent,
+           "wall": {"platform_seconds": t_platform, "run_seconds": t_run,
+                    "total_seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0},
+           # this child's peak (pages shared with the parent at the fork included)
+           "child_maxrss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+           "version": simgrid.simgrid_version if isinstance(simgrid.simgrid_version, str) else None}
+    if inspect:
+        out["inspect"] = {"hosts": sorted(h.name for h in engine.all_hosts),
+                          "links": {link.name: link.bandwidth for link in engine.all_links},
+                          "netpoints": len(engine.all_netpoints),  # NetPoint has no name in 3.32's Python API
+                          "routers": sorted(r for r in platform.routers if engine.netpoint_by_name(r) is not None),
+                          "routes": {(s, d): tuple(link.name for link in hosts[s].route_to(hosts[d])[0])
+                                     for s, d in platform.routes}}
+    return out
+
+
+def _child(conn, args) -> None:
+    try:
+        conn.send(("ok", _run_in_engine(*args)))
+    except BaseException as e:  # noqa: BLE001 - reported to the parent, which raises
+        conn.send(("error", f"{type(e).__name__}: {e}\n{traceback.format_exc()}"))
+    finally:
+        conn.close()
+
+
+def simulate(platform, sched: list, model: NetworkModel = NetworkModel(), mode: str = "driver",
+             inspect: bool = False) -> dict:
+    """Run `sched` (steps of (src ep, dst ep, bytes)) on `platform` in a forked child.
+
+    Returns step_seconds, sync_seconds, link_bytes (per directed link), sent (per endpoint
+    pair), wall (platform build, run, total, CPU; the child's own) and the child's peak RSS."""
+    if mode not in MODES:
+        raise ValueError(f"mode {mode!r} is unknown; valid: {', '.join(MODES)}")
+    ctx = multiprocessing.get_context("fork")  # the child inherits the platform: nothing pickled
+    recv, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(send, (platform, sched, model, mode, inspect)), daemon=True)
+    proc.start()
+    send.close()
+    try:
+        status, payload = recv.recv()
+    except EOFError:
+        proc.join()
+        raise RuntimeError(f"the SimGrid process died (exit code {proc.exitcode}) before reporting") from None
+    proc.join()
+    if status != "ok":
+        raise RuntimeError(f"SimGrid failed: {payload}")
+    return payload
+
+
+# ---- one projection ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class Request:
+    topo: str
+    algo: str  # one algorithm spec: name[,key=value...]
+    workers: int | None = None  # None: every host (minus servers)
+    servers: int = 0
+    mb: float = 4.0
+    bw: float = 1000.0
+    ecmp: str = "hash"
+    placement: str = "ordered"
+    mode: str = "driver"
+    max_memory: float | None = None  # bytes; None: MemAvailable
+    max_seconds: float | None = 3600.0  # refuse a projection estimated to take longer (CPU s)
+
+
+@dataclass
+class Prepared:
+    """A checked projection, before any route is computed: the plan and its estimates."""
+
+    req: Request
+    spec: str  # canonical algorithm spec (base.spec_of), as the emulation names runs
+    topo: Topology  # indexed (simgrid_platform.indexed)
+    hosts: list
+    algo: base.Algorithm
+    plan: dict
+    ctx: base.PlanContext
+    steps: list
+    flows: list
+    pairs: set
+    memory_bytes: float
+    cpu_seconds: float
+
+
+def nic_bytes(topo: Topology, hosts: list, link_bytes: dict) -> dict:
+    """Per host NIC {tx, rx} from bytes per directed link (named by its transmitting interface)."""
+    out = {}
+    for h in hosts:
+        for nic in topo.host_nics(h):
+            out[nic.name] = {"tx": int(link_bytes.get(nic.name, 0)),
+                             "rx": int(link_bytes.get(topo.peer(nic.name).name, 0))}
+    return out
+
+
+def prepare(req: Request, topo: Topology | None = None) -> Prepared:
+    """Build, place and plan, estimate memory and time; refuse (ValueError, one line) what cannot
+    be simulated or would not fit. Nothing is simulated yet."""
+    from emulation.config import place
+    from topologies import spec
+
+    if topo is None:
+        check_buildable(req.topo, req.max_memory)
+        topo = spec.build(req.topo, bw=req.bw, ecmp=req.ecmp)
+    topo = simgrid_platform.indexed(topo)
+    if req.mode not in MODES:
+        raise ValueError(f"mode {req.mode!r} is unknown; valid: {', '.join(MODES)}")
+    name, raw = base.parse_algos(req.algo)[0]
+    algo = base.get(name)
+    why = simulable(algo)
+    if why:
+        raise ValueError(why)
+    servers = req.servers if algo.uses_servers else 0
+    all_hosts = topo.hosts()
+    workers = req.workers if req.workers is not None else len(all_hosts) - servers
+    if workers < 1 or workers + servers > len(all_hosts):
+        raise ValueError(f"{workers} workers + {servers} servers do not fit on {topo.name}, "
+                         f"which has {len(all_hosts)} hosts")
+    hosts = place(topo, workers + servers, req.placement)
+    elements = int(req.mb * 2**20) // base.DTYPE_BYTES
+    if elements < 1:
+        raise ValueError(f"--mb {req.mb} is less than one float32")
+    ctx = base.PlanContext(workers=workers, servers=servers, layer_sizes=(elements,),
+                           layers=(("gradient", elements, 0.0),), nics=len(topo.host_nics(hosts[0])),
+                           topology=topo, hosts=tuple(hosts), options=raw)
+    algo, plan = base.plan_for(name, ctx)
+    steps = algo.steps(plan)
+    pairs = pairs_of(steps, hosts)
+    hops = {"fattree": 6, "bcube": 2 * (topo.params.get("k", 1) + 1)}.get(topo.kind, 8)
+    step_flows = [len(s) for s in steps]
+    need = estimate_memory(topo, len(pairs), hops, max(step_flows, default=0))
+    have = req.max_memory if req.max_memory is not None else available_memory()
+    what = (f"{algo.name} on {len(hosts)} hosts of {topo.name} ({len(pairs)} routes, up to "
+            f"{max(step_flows, default=0)} concurrent flows)")
+    if need > have:
+        raise TooLarge(f"{what} needs about {need / 2**30:.1f} GiB, {have / 2**30:.1f} GiB available")
+    cpu = estimate_seconds(topo, len(pairs), step_flows)
+    if req.max_seconds is not None and cpu > req.max_seconds:
+        raise TooLarge(f"{what} would take about {cpu / 3600:.1f} CPU hours to simulate (SimGrid re-solves "
+                       f"every coupled flow at each flow's end); limit {req.max_seconds / 60:g} min")
+    return Prepared(req, base.spec_of(name, raw), topo, hosts, algo, plan, ctx, steps, algo.traffic(plan), pairs, need, cpu)
+
+
+def project(req: Request | Prepared, topo: Topology | None = None, inspect: bool = False, log=None) -> dict:
+    """One simulated run: a summary.json run record (the emulation's names) plus simulator facts.
+
+    With `inspect`, the record also holds `_sim`, `_platform`, `_steps` (for the tests)."""
+    from emulation import analysis, fluid
+
+    t0 = time.perf_counter()
+    p = req if isinstance(req, Prepared) else prepare(req, topo)
+    fast, hosts, algo, ctx, flows = p.topo, p.hosts, p.algo, p.ctx, p.flows
+    t1 = time.perf_counter()
+    platform = simgrid_platform.platform_for(fast, p.pairs)
+    sched = schedule(p.steps, hosts, platform.endpoints)
+    t_routes = time.perf_counter() - t1
+    if log:
+        log(f"  {algo.name}: {len(p.pairs)} routes in {t_routes:.1f} s; simulating "
+            f"{sum(len(s) for s in sched)} messages in {len(sched)} step(s)")
+    model = NetworkModel()
+    sim = simulate(platform, sched, model, p.req.mode, inspect)
+    per_sync = analysis.expected_nic_bytes(fast, hosts, flows, 1)
+    bound = analysis.bound_seconds(fast, analysis.expected_port_bytes(fast, hosts, flows, 1))
+    simulated_nics = nic_bytes(fast, hosts, sim["link_bytes"])
+    zero = {"tx": 0, "rx": 0}
+    mismatched = sorted(k for k in set(per_sync) | set(simulated_nics)
+                        if per_sync.get(k, zero) != simulated_nics.get(k, zero))
+    fl = fluid.fluid_seconds(fast, hosts, p.steps) if len(hosts) <= FLUID_MAX_WORKERS else None
+    link_mbps = sorted({fast.link_of(n.name).bw for h in hosts for n in fast.host_nics(h)})
+    t = sim["sync_seconds"]
+    rec = {
+        "simulated": True, "status": "ok", "error": None,
+        "topology": fast.name, "algorithm": algo.name, "algo_spec": p.spec,
+        "workers": ctx.workers, "servers": ctx.servers, "hosts": hosts,
+        "model": f"synthetic,mb={p.req.mb:g}", "gradient_bytes": ctx.gradient_bytes,
+        "link_mbps": link_mbps[0] if len(link_mbps) == 1 else link_mbps, "ecmp": fast.params.get("ecmp"),
+        "iters": 1, "warmup": 0, "syncs_counted": 1,
+        "sync_seconds": [t], "median_sync_seconds": t, "step_seconds": sim["step_seconds"],
+        "bound_seconds": bound, "bound_nonblocking_seconds": analysis.bound_seconds(fast, per_sync),
+        "fluid_seconds": fl, "sync_over_bound": t / bound if bound else None,
+        "payload_bytes_expected": per_sync, "payload_bytes_simulated": simulated_nics,
+        "payload_equal": not mismatched, "payload_mismatched": mismatched[:20],
+        "framing_bytes_per_sync": sum(f.messages for f in flows) * base.GLOO_FRAMING_BYTES,
+        "data_bytes_per_sync": sum(f.bytes for f in flows),
+        "switches_total": len(fast.switches()),
+        "simulator": {"name": "SimGrid", "version": sim.get("version"), "network_model": model.describe(),
+                      "mode": p.req.mode, "platform": platform.counts(), "messages": sum(len(s) for s in sched),
+                      "steps": len(sched), "route_seconds": round(t_routes, 3),
+                      "platform_seconds": round(sim["wall"]["platform_seconds"], 3),
+                      "run_seconds": round(sim["wall"]["run_seconds"], 3),
+                      "simgrid_seconds": round(sim["wall"]["total_seconds"], 3),
+                      "simgrid_cpu_seconds": round(sim["wall"]["cpu_seconds"], 3),
+                      "wall_seconds": round(time.perf_counter() - t0, 3),
+                      "cpu_estimate_seconds": round(p.cpu_seconds, 3),
+                      "memory_estimate_bytes": int(p.memory_bytes),
+                      "child_maxrss_bytes": sim["child_maxrss_bytes"]},
+    }
+    if inspect:
+        rec.update(_sim=sim, _platform=platform, _steps=p.steps, _sched=sched)
+    return rec
+
+
+# ---- CLI --------------------------------------------------------------------------------
+def _fmt(x, unit="s"):
+    return "-" if x is None else f"{x:.4f} {unit}"
+
+
+def main(argv=None) -> int:
+    from topologies import spec
+
+    ap = argparse.ArgumentParser(prog="python -m emulation.project", description=__doc__.split("\n")[0])
+    ap.add_argument("--topo", required=True, help="bcube,n=N,k=K | fattree,k=K (as syncbed run)")
+    ap.add_argument("--algo", required=True, help="algorithm specs, e.g. ring,ps or topk,density=0.01")
+    ap.add_argument("--workers", type=int, help="worker ranks (default: every host minus --servers)")
+    ap.add_argument("--servers", type=int, default=0, help="dedicated parameter servers (ps)")
+    ap.add_argument("--mb", type=float, default=4.0, help="gradient MiB (one layer)")
+    ap.add_argument("--bw", type=float, default=1000.0, help="Mbit/s on every link")
+    ap.add_argument("--ecmp", default="hash", choices=spec.ECMP_METHODS)
+    ap.add_argument("--placement", default="ordered", choices=("ordered", "spread"))
+    ap.add_argument("--mode", default="driver", choices=MODES,
+                    help="driver: one actor starts every message of a step (fast); ranks: one actor per rank")
+    ap.add_argument("--max-memory-gb", type=float, help="refuse above this estimate (default: MemAvailable)")
+    ap.add_argument("--max-minutes", type=float, default=60.0, help="refuse above this CPU-time estimate")
+    ap.add_argument("--out", help="folder for summary.json (default results/project-<time>)")
+    a = ap.parse_args(argv)
+    why = simgrid_available()
+    if why:
+        print(f"project: {why}", file=sys.stderr)
+        return 2
+    started = time.strftime("%Y-%m-%dT%H:%M:%S")
+    try:  # every refusal before the first simulation
+        check_buildable(a.topo, a.max_memory_gb * 2**30 if a.max_memory_gb else None)
+        topo = simgrid_platform.indexed(spec.build(a.topo, bw=a.bw, ecmp=a.ecmp))
+        preps = [prepare(Request(a.topo, base.spec_of(n, o), a.workers, a.servers, a.mb, a.bw, a.ecmp, a.placement,
+                                 a.mode, a.max_memory_gb * 2**30 if a.max_memory_gb else None,
+                                 a.max_minutes * 60), topo)
+                 for n, o in base.parse_algos(a.algo)]
+    except ValueError as e:
+        print(f"project: {e}", file=sys.stderr)
+        return 2
+    runs = []
+    for p in preps:
+        rec = project(p, log=print)
+        s = rec["simulator"]
+        print(f"{rec['topology']} {rec['algo_spec']}, {rec['workers']} workers, {a.mb:g} MiB, {a.bw:g} Mbit/s: "
+              f"simulated {_fmt(rec['median_sync_seconds'])}, busiest-link bound {_fmt(rec['bound_seconds'])} "
+              f"(x{rec['sync_over_bound']:.3f}), fluid {_fmt(rec['fluid_seconds'])}; bytes per NIC "
+              f"{'= closed form' if rec['payload_equal'] else '!= closed form'} "
+              f"({len(rec['payload_bytes_expected'])} NICs); simulator {s['wall_seconds']:.1f} s wall "
+              f"(routes {s['route_seconds']:.1f}, platform {s['platform_seconds']:.1f}, run {s['run_seconds']:.1f})")
+        runs.append(rec)
+    out = Path(a.out) if a.out else Path("results") / f"project-{time.strftime('%Y%m%d-%H%M%S')}"
+    out.mkdir(parents=True, exist_ok=True)
+    summary = {"status": "ok", "error": None, "simulated": True, "experiment": f"project {a.topo} {a.algo}",
+               "started": started, "finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "runs": runs, "networks": []}
+    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    print(f"wrote {out / 'summary.json'}")
+    return 0 if all(r["payload_equal"] for r in runs) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

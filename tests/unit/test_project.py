@@ -1,0 +1,219 @@
+"""The SimGrid projection (emulation/project.py, emulation/simgrid_platform.py) on small cases.
+
+- the platform holds every host, switch and directed link of the description, and SimGrid's
+  own routes (read back with `Host.route_to`) equal `Topology.route`, ECMP and relays included;
+- the actors move exactly the plan's flows (bytes + framing per message), step by step, and
+  the bytes per NIC laid on SimGrid's routes equal the closed form;
+- end to end: ring on Fat-Tree k=4 within 5% of 2(N-1)M/(NB) (+ framing), PS on BCube(4,2)
+  within 5% of the max-min fluid model; both actor modes agree;
+- bad input: one line (unsimulable plan, memory or time estimate too large), exit 2.
+Every simulation runs in a forked child (SimGrid allows one engine per process).
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from emulation import analysis, fluid, project, simgrid_platform
+from topologies.spec import build
+from workloads.algorithms import base
+
+pytestmark = [pytest.mark.unit,
+              pytest.mark.skipif(project.simgrid_available() is not None,
+                                 reason=f"SimGrid is not importable: {project.simgrid_available()}")]
+
+MB4 = 4 * 2**20
+
+
+def _inspect(topo, pairs):
+    platform = simgrid_platform.platform_for(simgrid_platform.indexed(topo), pairs)
+    return platform, project.simulate(platform, [[]], inspect=True)["inspect"]
+
+
+def _all_pairs(topo):
+    hosts = topo.hosts()
+    nics = len(topo.host_nics(hosts[0]))
+    return [(a, b, n) for a in hosts for b in hosts if a != b for n in range(nics)]
+
+
+@pytest.mark.parametrize("spec,hosts,switches,links", [("fattree,k=4", 16, 20, 48), ("bcube,n=3,k=2", 9, 6, 18)])
+def test_platform_holds_the_description_and_its_routes(spec, hosts, switches, links):
+    topo = build(spec, bw=20)
+    pairs = _all_pairs(topo)
+    platform, sg = _inspect(topo, pairs)
+    aliases = [h for h in platform.hosts if "#nic" in h]
+    # every (src, dst) pair of BCube(3,2) is used on both NICs: NIC 1 needs an alias endpoint
+    assert len(aliases) == (hosts if topo.kind == "bcube" else 0)
+    assert len(topo.hosts()) == hosts and len(topo.switches()) == switches and len(topo.links) == links
+    assert sg["hosts"] == sorted(topo.hosts() + aliases)
+    assert sg["routers"] == sorted(topo.switches())
+    assert sg["netpoints"] == hosts + len(aliases) + switches + 1  # and the zone itself
+    # one SimGrid link per direction of every topology link, named by its transmitting interface
+    # (and SimGrid's own loopback)
+    assert sg["links"].pop("__loopback__", None) is not None
+    assert len(sg["links"]) == 2 * links
+    assert sg["links"] == {i: pytest.approx(topo.link_of(i).bw * 1e6 / 8) for l in topo.links for i in (l.a, l.b)}
+    # SimGrid's routes are the description's, per pair and per destination NIC (the plain
+    # Topology, not the indexed copy the projection uses)
+    assert len(sg["routes"]) == len(pairs)
+    for src, dst, nic in pairs:
+        want = tuple(tx for tx, _ in topo.route(src, topo.host_nics(dst)[nic].ip))
+        assert sg["routes"][platform.endpoints[(src, dst, nic)]] == want, (src, dst, nic)
+
+
+def test_bcube_routes_relay_through_servers():
+    topo = build("bcube,n=3,k=2", bw=20)
+    h = topo.hosts()
+    src, dst = h[0], h[-1]  # differ in both digits: one relaying server
+    platform, sg = _inspect(topo, [(src, dst, 0)])
+    route = sg["routes"][(src, dst)]
+    relays = [l for l in route if topo.nodes[topo.intfs[l].node].kind == "host"]
+    assert len(route) == 4 and len(relays) == 2 and relays[0].startswith(src)
+
+
+@pytest.mark.parametrize("spec", ["fattree,k=4", "bcube,n=4,k=2", "bcube,n=2,k=3"])
+def test_indexed_copy_routes_like_the_description_and_leaves_it_alone(spec):
+    topo = build(spec, bw=20, ecmp="hash")
+    fast = simgrid_platform.indexed(topo)
+    assert simgrid_platform.indexed(fast) is fast
+    for src, dst, nic in _all_pairs(topo):
+        ip = topo.host_nics(dst)[nic].ip
+        assert fast.route(src, ip) == topo.route(src, ip)
+    assert not {"node_intfs", "route", "_next_hop"} & set(vars(topo))
+
+
+def test_endpoints_alias_only_pairs_used_on_several_nics():
+    eps = simgrid_platform.endpoints_for([("a", "b", 1), ("a", "c", 0), ("a", "c", 1), ("b", "a", 0)])
+    assert eps == {("a", "b", 1): ("a", "b"), ("a", "c", 0): ("a", "c"), ("a", "c", 1): ("a", "c#nic1"),
+                   ("b", "a", 0): ("b", "a")}
+    with pytest.raises(ValueError, match="to itself"):
+        simgrid_platform.platform_for(build("fattree,k=4", bw=20), [("h0_0_2", "h0_0_2", 0)])
+
+
+CASES = [("fattree,k=4", "ring", 7), ("fattree,k=4", "gloo", 16), ("fattree,k=4", "ps", 16),
+         ("bcube,n=4,k=2", "ps", 16), ("bcube,n=3,k=2", "bml", 9), ("bcube,n=3,k=2", "gtopk,density=0.01", 9)]
+
+
+@pytest.mark.parametrize("spec,algo,workers", CASES)
+def test_actors_move_exactly_the_plan(spec, algo, workers):
+    rec = project.project(project.Request(spec, algo, workers, mb=1, bw=20), inspect=True)
+    sim, platform, steps = rec["_sim"], rec["_platform"], rec["_steps"]
+    hosts = rec["hosts"]
+    # per endpoint pair, the bytes the actors completed = the plan's payload (data + framing)
+    want: dict = {}
+    for step in steps:
+        for f in step:
+            if f.bytes:
+                key = platform.endpoints[(hosts[f.src], hosts[f.dst], f.nic)]
+                want[key] = want.get(key, 0) + f.bytes + f.messages * base.GLOO_FRAMING_BYTES
+    assert sim["sent"] == want
+    # step by step: one message per flow, the flow's payload
+    assert [sorted(s) for s in rec["_sched"]] == [
+        sorted((*platform.endpoints[(hosts[f.src], hosts[f.dst], f.nic)], f.payload) for f in step if f.bytes)
+        for step in steps]
+    assert len(sim["step_seconds"]) == len(steps)
+    # bytes per NIC along SimGrid's routes = the closed form laid on the description's routes
+    assert rec["payload_equal"], rec["payload_mismatched"]
+    assert rec["payload_bytes_simulated"] == rec["payload_bytes_expected"]
+    assert sum(v["tx"] for v in rec["payload_bytes_simulated"].values()) >= \
+        sum(f.payload for s in steps for f in s)  # relays send again
+
+
+def test_ring_on_fattree_meets_the_closed_form():
+    n, bw = 16, 20.0
+    rec = project.project(project.Request("fattree,k=4", "ring", n, mb=4, bw=bw))
+    flows = rec["framing_bytes_per_sync"] // base.GLOO_FRAMING_BYTES // n  # messages per rank
+    closed = (2 * (n - 1) * MB4 / n + flows * base.GLOO_FRAMING_BYTES) / (bw * 1e6 / 8)
+    t = rec["median_sync_seconds"]
+    assert closed <= t <= 1.05 * closed
+    # the only correction is TCP/IP headers at MTU 9000
+    assert t == pytest.approx(closed / project.NetworkModel().factor, rel=1e-3)
+    assert rec["bound_seconds"] == pytest.approx(closed, rel=1e-3)
+
+
+def test_ps_on_bcube_equals_the_fluid_model_and_both_modes_agree():
+    req = project.Request("bcube,n=4,k=2", "ps", 16, mb=4, bw=20)
+    rec = project.project(req)
+    assert rec["fluid_seconds"] is not None
+    assert rec["median_sync_seconds"] == pytest.approx(rec["fluid_seconds"], rel=0.05)
+    assert len(rec["step_seconds"]) == 2  # push, then pull
+    ranks = project.project(project.Request("bcube,n=4,k=2", "ps", 16, mb=4, bw=20, mode="ranks"))
+    assert ranks["median_sync_seconds"] == pytest.approx(rec["median_sync_seconds"], rel=1e-9)
+    assert ranks["step_seconds"] == pytest.approx(rec["step_seconds"], rel=1e-9)
+
+
+def test_fluid_and_simulation_agree_where_steps_cost_nothing():
+    # the same max-min model twice (ours in Python, SimGrid's): only the header factor apart
+    topo = build("fattree,k=4", bw=20)
+    prep = project.prepare(project.Request("fattree,k=4", "gloo", 16, mb=1, bw=20), topo)
+    rec = project.project(prep)
+    fl = fluid.fluid_seconds(topo, prep.hosts, prep.steps)
+    assert rec["median_sync_seconds"] * project.NetworkModel().factor == pytest.approx(fl, rel=1e-6)
+    bound = analysis.bound_seconds(topo, analysis.expected_port_bytes(topo, prep.hosts, prep.flows))
+    assert rec["bound_seconds"] == pytest.approx(bound)
+
+
+def test_network_model_options():
+    m = project.NetworkModel()
+    assert m.factor == pytest.approx(8948 / 9014)
+    assert project.NetworkModel(mtu=1500).factor == pytest.approx(1448 / 1514)
+    assert project.NetworkModel(bandwidth_factor=0.97).factor == 0.97
+    cfg = " ".join(m.cfg())
+    for opt in ("network/model:CM02", "network/weight-S:0", "network/crosstraffic:0", "network/latency-factor:1"):
+        assert opt in cfg
+
+
+@pytest.mark.parametrize("spec", ["fattree,k=4", "fattree,k=6", "bcube,n=3,k=2", "bcube,n=4,k=2", "bcube,n=2,k=3",
+                                  "bcube,n=5,k=3"])
+def test_closed_form_sizes_match_the_built_description(spec):
+    assert project.description_sizes(spec) == project.topology_sizes(build(spec, bw=20))
+
+
+def test_unsimulable_and_too_large_are_refused_in_one_line():
+    with pytest.raises(ValueError, match="mgwfbp .*per-layer backward compute"):
+        project.prepare(project.Request("fattree,k=4", "mgwfbp", 16))
+    with pytest.raises(project.TooLarge, match=r"needs about \d+\.\d GiB just to describe, 0\.0 GiB available"):
+        project.prepare(project.Request("fattree,k=4", "ring", 16, max_memory=1e6))
+    # the description fits, the routes and flows of 128 PS ranks do not
+    need = project.MEM_BASE + project.description_bytes(project.description_sizes("fattree,k=8"))
+    with pytest.raises(project.TooLarge, match=r"ps on 128 hosts .* needs about \d+\.\d GiB, 0\.\d GiB available"):
+        project.prepare(project.Request("fattree,k=8", "ps", 128, max_memory=need * 1.01))
+    # PS on 128 hosts: 16256 concurrent flows per step, about 16 CPU seconds
+    with pytest.raises(project.TooLarge, match="CPU hours"):
+        project.prepare(project.Request("fattree,k=8", "ps", 128, max_seconds=5))
+    # the estimate grows with the concurrent flows: 16 PS workers are quick
+    assert project.prepare(project.Request("fattree,k=4", "ps", 16)).cpu_seconds < 1
+
+
+@pytest.mark.parametrize("argv,what", [
+    (["--topo", "fattree,k=4", "--algo", "ring,mgwfbp"], "mgwfbp overlaps"),
+    (["--topo", "fattree,k=4", "--algo", "ring", "--max-memory-gb", "0.001"], "GiB available"),
+    (["--topo", "fattree,k=4", "--algo", "bml"], "bml runs on bcube only"),
+    (["--topo", "fattree,k=4", "--algo", "ring", "--workers", "17"], "do not fit"),
+    (["--topo", "torus,k=4", "--algo", "ring"], "unknown topology"),
+    # refused from the closed form, before building (the description alone is ~19 GiB)
+    (["--topo", "bcube,n=16,k=3", "--algo", "ring", "--max-memory-gb", "16"], "GiB just to describe"),
+])
+def test_cli_bad_input_is_one_line_and_exit_2(argv, what, capsys, tmp_path):
+    assert project.main(argv + ["--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("project: ") and what in err and "\n" not in err
+    assert not (tmp_path / "out").exists()  # refused before any simulation
+
+
+def test_cli_writes_the_emulations_summary_fields(capsys, tmp_path):
+    assert project.main(["--topo", "fattree,k=4", "--algo", "ring,ps", "--workers", "8", "--mb", "1", "--bw", "20",
+                         "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "simulated" in out and "= closed form" in out
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["simulated"] is True and [r["algorithm"] for r in summary["runs"]] == ["ring", "ps"]
+    for r in summary["runs"]:
+        for key in ("sync_seconds", "median_sync_seconds", "bound_seconds", "payload_bytes_expected", "workers",
+                    "topology", "algorithm", "gradient_bytes", "link_mbps", "fluid_seconds"):
+            assert key in r, key
+        assert r["simulated"] is True and r["workers"] == 8 and r["gradient_bytes"] == 2**20
+        assert r["link_mbps"] == 20.0 and r["topology"] == "fattree(4)"
+        assert r["sync_seconds"] == [r["median_sync_seconds"]] and r["payload_equal"]
+        assert r["simulator"]["network_model"]["name"] == "CM02"
