@@ -268,3 +268,26 @@ def test_fattree_k6_starts_and_runs_a_ring_across_pods(tmp_path):
     # not calibrated: never called faithful
     assert run["faithful"] is not True and "links" in run["fidelity"]["unverified"]
     print(f"fattree k=6, 8 workers: {time.time() - t0:.0f} s")
+
+
+def test_layerwise_sparse_and_block_sparse_algorithms_end_to_end(tmp_path):
+    """One network for the second floor's families: mgwfbp (the link probe measures a and b
+    first, the plan is re-made with them), gtopk (its own reference oracle every iteration)
+    and dfs (data-dependent bytes: the capture against what the ranks logged)."""
+    p = syncbed("run", "--topo", "fattree,k=4", "--algo", "mgwfbp,gtopk,density=0.01,dfs,density=0.05",
+                "--workers", "4", "--placement", "spread", "--model", "synthetic,mb=1,layers=8,compute_ms=200",
+                "--iters", "2", "--warmup", "1", "--bw", "20", "--out", str(tmp_path))
+    assert p.returncode == 0, p.stderr[-2000:]
+    folder, summary = results(tmp_path)
+    assert [r["algo_spec"] for r in summary["runs"]] == ["mgwfbp", "gtopk,density=0.01", "dfs,density=0.05"]
+    for run in summary["runs"]:
+        check_run(run)
+    mg, gt, dfs = summary["runs"]
+    probe = summary["networks"][0]["link_probes"][0]
+    assert probe["model"]["beta"] > 0 and mg["alpha_seconds"] == probe["model"]["alpha"]
+    assert mg["link_provisional"] is False and mg["predicted_iteration_seconds"] > 0
+    assert gt["k"] == 2622 and gt["data_dependent"] is False
+    assert dfs["data_dependent"] is True
+    # sparse: far fewer bytes than the dense gradient's ring (2(N-1)/N x 1 MiB per worker)
+    assert gt["data_bytes_per_sync"] < 0.1 * 4 * 2 * 0.75 * 2**20
+    assert len(probe["points"]) >= 3 and probe["model"]["r2"] > 0.9
