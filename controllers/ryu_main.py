@@ -1,7 +1,7 @@
 """`ryu-manager` for syncbed: the eventlet workaround, syncbed's options, then Ryu's main.
 
 eventlet >= 0.30.3 dropped `eventlet.wsgi.ALREADY_HANDLED`, which `ryu.app.wsgi`
-imports at load (ENVIRONMENT.md); restoring the name lets Ryu 4.34 start on Python
+imports at load (docs/ENVIRONMENT.md); restoring the name lets Ryu 4.34 start on Python
 3.11. The options are registered here, before Ryu parses the command line, because
 ryu-manager parses it before it imports the apps.
 """

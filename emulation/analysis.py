@@ -4,7 +4,7 @@ Reads only files (topology.json, job.json, capture.pcap, ifindex.json, capture.j
 calibration.json, cpu.json, workers/*.jsonl), so `syncbed analyze DIR` redoes it.
 - Expected payload per host NIC: the algorithm's traffic matrix (`traffic(plan)`, one
   sync) times the number of syncs, laid onto the description's routes: a relaying
-  BCube server's NICs carry the flows it forwards (DESIGN.md).
+  BCube server's NICs carry the flows it forwards (docs/DESIGN.md).
 - Measured payload: TCP payload (IP length - headers) at the switch port facing each
   NIC, from the capture; ARP and other non-TCP packets are never payload.
 - Expected payload per switch port: the same flows followed through the switches along
@@ -137,7 +137,7 @@ def sync_times(log_dir: Path, workers: int) -> dict:
                 stages += 1
             elif kind == "train":
                 training.append((ev["iter"], ev["loss"], ev["accuracy"]))
-    sync, iteration = [], []
+    sync, iteration, backward = [], [], []
     jct = None
     if per_iter:
         first, last = per_iter[min(per_iter)], per_iter[max(per_iter)]
@@ -148,8 +148,9 @@ def sync_times(log_dir: Path, workers: int) -> dict:
         end = max(e["t_done"] for e in evs)
         sync.append(end - ready)
         iteration.append(end - max(e["t_start"] for e in evs))
+        backward.append(ready - max(e["t_start"] for e in evs))
     complete = sorted(i for i, r in all_ranks.items() if len(r) >= workers)
-    return {"sync_seconds": sync, "iteration_seconds": iteration, "jct_seconds": jct,
+    return {"sync_seconds": sync, "iteration_seconds": iteration, "backward_seconds": backward, "jct_seconds": jct,
             # syncs every worker finished (warmup included), and when the last of them ended
             "complete_syncs": len(complete), "complete_until": t_done[complete[-1]] if complete else None,
             "correct": correct and bool(sync),
@@ -366,6 +367,11 @@ def analyze_run(run_dir: Path) -> dict:
         "iters": job["iters"], "warmup": job["warmup"],
         "iters_completed": times["complete_iters"], "syncs_counted": syncs,
         "sync_seconds": times["sync_seconds"], "iteration_seconds": times["iteration_seconds"],
+        "backward_seconds": times["backward_seconds"],
+        # one worker would spend only the backward pass: throughput(P) / (P throughput(1))
+        "scaling_efficiency": (statistics.median(times["backward_seconds"]) / statistics.median(times["iteration_seconds"])
+                               if times["iteration_seconds"] and statistics.median(times["iteration_seconds"]) > 0
+                               else None),
         "jct_seconds": times["jct_seconds"],
         "training": times["training"],
         "median_sync_seconds": statistics.median(times["sync_seconds"]) if times["sync_seconds"] else None,

@@ -78,7 +78,8 @@ def cmd_run(args) -> int:
                           seed=args.seed, placement=args.placement, ecmp=args.ecmp,
                           calibrate=False if args.no_calibrate else None,
                           capture=False if args.no_capture else None,
-                          crash=_crash(args.inject_crash), link_down=_link_down(args.link_down))
+                          crash=_crash(args.inject_crash), link_down=_link_down(args.link_down),
+                          link_bw=_link_bw(args.link_bw))
         specs = cfg.topologies if isinstance(cfg.topologies, (list, tuple, dict)) else [cfg.topologies]
         for spec in dict.fromkeys(specs):  # before anything is built: sizes first
             problem = emulation_problem(spec)
@@ -108,6 +109,20 @@ def cmd_run(args) -> int:
         print(f"syncbed: experiment FAILED: {summary['error']}", file=sys.stderr)
         return 130 if "interrupted" in (summary["error"] or "") else 1
     return 0
+
+
+def _link_bw(items):
+    """`--link-bw KEY=MBPS` (repeatable): a link class, a host (its links) or an interface."""
+    if not items:
+        return None
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--link-bw takes KEY=MBPS (a link class, host or interface), e.g. "
+                             f"agg-core=10 or h0_0_2=5, got {item!r}")
+        out[key.strip()] = value.strip()
+    return out
 
 
 def _crash(spec):
@@ -298,6 +313,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=INTEGER)
     r.add_argument("--timeout", type=SECONDS, help="seconds per run")
     r.add_argument("--placement", help="ordered | spread")
+    r.add_argument("--link-bw", action="append", metavar="KEY=MBPS",
+                   help="bandwidth of a link class, a host's links or one interface's link (repeatable)")
     r.add_argument("--ecmp", help="hash (per-pair, collisions like real ECMP) | two-level (Al-Fares, balanced)")
     r.add_argument("--out", help="results folder (default results/)")
     r.add_argument("--no-calibrate", action="store_true")

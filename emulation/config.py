@@ -2,7 +2,7 @@
 
 Everything that can be wrong with the input is found here, before a process starts:
 unknown topology or algorithm (the error lists the valid ones), bad BCube/Fat-Tree
-parameters, more workers than hosts, bandwidth out of (0, 1000] Mbit/s, an algorithm
+parameters, more workers than hosts, bandwidth out of [0.001, 1000] Mbit/s, an algorithm
 that does not run on a topology. `validate()` also builds every run's plan, so a
 planner's own refusal surfaces here too.
 
@@ -37,7 +37,7 @@ class RunConfig:
     servers: int = 0  # dedicated PS hosts (ps only)
     placement: str = "ordered"  # ranks on hosts: in host order, or spread over pods/edges
     model: object = "synthetic,mb=4"  # one spec or a list of specs (each run once per model)
-    dilation: float = 1.0  # compute times x dilation (time dilation, see DESIGN.md)
+    dilation: float = 1.0  # compute times x dilation (time dilation, see docs/DESIGN.md)
     size_scale: float = 1.0  # gradient sizes / size_scale (time dilation)
     real_link_mbps: float | None = None  # the real setting the run stands for (sets dilation)
     bw: float = 20.0  # Mbit/s on every link class not in link_bw
@@ -67,7 +67,7 @@ class RunConfig:
         return [self.model] if isinstance(self.model, str) else list(self.model)
 
     def time_dilation(self) -> float:
-        """One factor for compute and communication (DESIGN.md, fidelity).
+        """One factor for compute and communication (docs/DESIGN.md, fidelity).
 
         With gradients divided by `size_scale` on links of `bw` Mbit/s, a sync takes
         real_link_mbps / (size_scale * bw) times as long as the full model would on the

@@ -2,7 +2,7 @@
 
 Split of duties: the description decides (names, ports, addresses, routes, ARP,
 bandwidth); Mininet creates hosts, veth links and HTB shaping (TCLink); this module
-makes the measured environment work (ENVIRONMENT.md): Open vSwitch with the
+makes the measured environment work (docs/ENVIRONMENT.md): Open vSwitch with the
 userspace datapath under a remote Ryu controller, TSO/GSO/GRO off and jumbo frames on
 every interface, IP forwarding and host routes for BCube's server relaying, static ARP.
 Everything it creates is recorded in the run's `State` first, so teardown and

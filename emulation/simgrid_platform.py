@@ -1,6 +1,6 @@
 """A SimGrid platform from the project's own `Topology`: no second description of the network.
 
-Two halves (STYLE.md: plan in pure functions, execute elsewhere):
+Two halves (docs/STYLE.md: plan in pure functions, execute elsewhere):
 - `platform_for(topo, hosts, pairs)` is pure Python: it reads the description and returns a
   `Platform`, plain data: the SimGrid hosts (the topology's hosts), routers (its switches),
   one link per direction of every topology link, named by the interface that transmits onto
@@ -12,7 +12,7 @@ Two halves (STYLE.md: plan in pure functions, execute elsewhere):
   API): one `NetZone.create_full_zone` (a route table indexed by netpoint pairs, filled with
   `add_route(src, dst, None, None, [LinkInRoute], symmetrical=False)`), hosts with unit speed
   (nothing is computed yet), switches as routers, links with zero latency (the emulated
-  network has no link delay: tc's netem is not built, ENVIRONMENT.md).
+  network has no link delay: tc's netem is not built, docs/ENVIRONMENT.md).
 
 Why a full zone and explicit routes rather than SimGrid's `create_fatTree_zone`: the routes
 must be the controller's hashed ECMP choices and BCube's server relays, which no built-in

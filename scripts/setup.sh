@@ -71,7 +71,7 @@ stamp="$VENV/.syncbed-deps"
 want=$(cat "$here/requirements.txt" "$here/setup.py" | sha1sum | cut -c1-12)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   log "installing Python packages into $VENV (torch CPU build, Ryu with pins)"
-  # Ryu 4.34 does not build with a current setuptools (ENVIRONMENT.md), and its pbr
+  # Ryu 4.34 does not build with a current setuptools (docs/ENVIRONMENT.md), and its pbr
   # build reports version 0.0.0 under pip 26 without pbr preinstalled: keep the
   # venv's own pip and install pbr first.
   "$py" -m pip install -q "setuptools<58" wheel pbr

@@ -13,7 +13,7 @@ MAX_MBPS = 1000.0  # Mininet's TCLink silently ignores larger bandwidths
 # Smallest rate tc's HTB shapes as configured, measured here (iproute2 6.1, veth, Mininet's
 # own `htb rate %fMbit burst 15k`). tc keeps whole bytes/s: below 8e-6 Mbit the rate is
 # 0 B/s, tc refuses the class ('"rate" is required'), Mininet only logs it and the link
-# stays unshaped (ENVIRONMENT.md: 2.7 Gbit/s at 1e-6). Up to 4.5e-4 Mbit tc accepts the rate
+# stays unshaped (docs/ENVIRONMENT.md: 2.7 Gbit/s at 1e-6). Up to 4.5e-4 Mbit tc accepts the rate
 # but the 15 KB burst overflows its 32-bit time in ticks (shown as "burst 1b".."1616b"),
 # and rates are rounded down to whole bytes/s (1e-5 becomes 8 bit/s). 0.001 Mbit is
 # the smallest round rate kept exactly with the configured burst: measured 1.02 kbit/s.
@@ -50,12 +50,15 @@ def build(spec: str, bw: float = 20.0, link_bw: dict | None = None, ecmp: str = 
     if ecmp not in ECMP_METHODS:
         raise ValueError(f"ecmp {ecmp!r} is unknown; valid: {', '.join(ECMP_METHODS)}")
     kind, params = parse(spec)
-    topo = BUILDERS[kind][0](bw=bw, link_bw=link_bw, **params)
+    topo = BUILDERS[kind][0](bw=bw, **params)
     topo.params["ecmp"] = ecmp
-    unknown = set(link_bw or {}) - set(topo.link_classes())
-    if unknown:
-        raise ValueError(f"unknown link class {sorted(unknown)} for {topo.name}; "
-                         f"valid: {sorted(topo.link_classes())}")
+    if link_bw:
+        # classes first, then hosts and single links (Topology.set_bandwidth): the most
+        # specific key wins, whatever order the experiment file lists them in
+        classes = set(topo.link_classes())
+        ordered = sorted(link_bw.items(), key=lambda kv: (kv[0] not in classes, kv[0]))
+        topo.set_bandwidth(dict(ordered))
+        topo.params["link_bw"] = {k: float(v) for k, v in ordered}
     return topo
 
 

@@ -1,6 +1,6 @@
 """Block-sparse parameter server, the pure half: shard layout, wire format, DFS's block-size model.
 
-Pure torch and integers, no processes (STYLE.md: plan in pure functions, execute elsewhere).
+Pure torch and integers, no processes (docs/STYLE.md: plan in pure functions, execute elsewhere).
 `workloads/algorithms/_blocksparse.py` executes what this module describes, for `omnireduce`,
 `dfs` and `topk_ps`; the tests check these functions with no process running.
 

@@ -7,7 +7,7 @@ Efficient Data Communication for Distributed Synchronous SGD Algorithms", IEEE I
 there the planner is mixed with MPI calls and hard-coded alpha-beta tables. Here every
 planner is a pure function from tensor sizes, backward times and the link's alpha-beta
 model to a *grouping*; the executor that carries a grouping out lives elsewhere
-(STYLE.md: plan in pure functions, execute elsewhere).
+(docs/STYLE.md: plan in pure functions, execute elsewhere).
 
 Duties:
 - `simulate` is the one cost model every planner is judged by (step 1 below);

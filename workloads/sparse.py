@@ -1,6 +1,6 @@
 """Sparse-gradient machinery shared by Top-k, gTop-k and the block-sparse PS algorithms.
 
-Pure torch, no processes and no Gloo (STYLE.md: plan in pure functions, execute elsewhere).
+Pure torch, no processes and no Gloo (docs/STYLE.md: plan in pure functions, execute elsewhere).
 The split of duties follows GRACE (`grace_dl/dist/__init__.py`: compressor, memory,
 communicator):
 - compressor: `select_topk` (element top-k with a defined tie-break), `SparseSet` (the

@@ -284,9 +284,36 @@ def plot_payload(rd: RunData, out: Path) -> Path | None:
     return save(fig, out / f"payload_{rd.slug}.png")
 
 
+def plot_overlap(rd: RunData, out: Path) -> Path | None:
+    """7. Layer-wise runs (MG-WFBP and its baselines): rank 0's last iteration, one row for
+    backprop (each layer's backward, alternating shades) and one for communication (each
+    group's all-reduce), so the overlap and the gaps are visible."""
+    events = [ev for ev in stage_events(rd) if ev.get("rank") == 0]
+    if not any(ev.get("phase") == "backward" for ev in events):
+        return None
+    last = max(ev.get("iter") for ev in events if ev.get("phase") == "backward")
+    events = [ev for ev in events if ev.get("iter") == last and ev.get("phase") in ("backward", "allreduce")]
+    t_start = min(num(ev["t0"]) for ev in events)
+    fig, ax = new_figure(10, 2.6)
+    for ev in events:
+        row = 0 if ev["phase"] == "backward" else 1
+        t0, t1 = num(ev["t0"]) - t_start, num(ev["t1"]) - t_start
+        idx = ev.get("layer", ev.get("group", 0)) or 0
+        color = ("C0" if idx % 2 else "#7fb3d5") if row == 0 else ("C1" if idx % 2 else "#f5b041")
+        ax.barh(row, max(t1 - t0, 1e-6), left=t0, height=0.6, color=color, edgecolor="k", linewidth=0.2)
+    groups = sum(ev["phase"] == "allreduce" for ev in events)
+    layers = sum(ev["phase"] == "backward" for ev in events)
+    ax.set_yticks([0, 1], [f"backward ({layers} layers)", f"all-reduce ({groups} groups)"], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_title(f"{rd.label}: rank 0, iteration {last}: backprop and communication")
+    ax.set_xlabel("time since backprop began (s)")
+    ax.grid(axis="x", alpha=0.3)
+    return save(fig, out / f"overlap_{rd.slug}.png")
+
+
 def plot_timeline(rd: RunData, out: Path) -> Path | None:
     """6. Gantt chart of the last iteration's stages: one row per host NIC, colour = tree."""
-    events = stage_events(rd)
+    events = [ev for ev in stage_events(rd) if ev.get("phase") != "backward"]  # backprop: plot_overlap
     if not events:
         return None
     last = max((ev.get("iter") for ev in events if isinstance(ev.get("iter"), (int, float))), default=None)
@@ -327,7 +354,8 @@ def make_plots(runs: list[RunData], out: Path) -> tuple[list[tuple[str, Path]], 
     for rd in runs:
         jobs += [(f"{rd.label}: bytes per link", plot_link_bytes, rd),
                  (f"{rd.label}: payload per NIC", plot_payload, rd),
-                 (f"{rd.label}: stage timeline", plot_timeline, rd)]
+                 (f"{rd.label}: stage timeline", plot_timeline, rd),
+                 (f"{rd.label}: backprop and communication overlap", plot_overlap, rd)]
     made, problems = [], []
     for caption, fn, arg in jobs:
         try:

@@ -84,7 +84,7 @@ def test_relay_outside_the_workers_is_still_counted():
 
 
 def test_bml_on_bcube_uses_one_hop_neighbours_only():
-    """DESIGN.md: BML sends 2(N-1)M/(KN) per NIC in all and never relays."""
+    """docs/DESIGN.md: BML sends 2(N-1)M/(KN) per NIC in all and never relays."""
     t = build("bcube,n=2,k=2")
     hosts = t.hosts()
     got = analysis.expected_nic_bytes(t, hosts, flows_of("bml", t, hosts))

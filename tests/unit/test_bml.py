@@ -1,4 +1,4 @@
-"""BML planner as a pure function (DESIGN.md, "BML schedule"): simulated in numpy it gives
+"""BML planner as a pure function (docs/DESIGN.md, "BML schedule"): simulated in numpy it gives
 exactly the all-reduce at every server; every stage puts exactly one tree on each NIC; bytes
 per NIC per stage are the closed forms; sends stay between one-hop neighbours on the stage's
 level; the per-switch groups are the topology's switches; bad input fails in one line. The

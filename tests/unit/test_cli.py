@@ -44,6 +44,10 @@ BAD_INPUT = {
     "bcube_n1": (["run", "--topo", "bcube,n=1,k=2"], r"BCube n=1 is out of range", FORKED),
     "fattree_k3": (["run", "--topo", "fattree,k=3"], r"Fat-Tree k=3 is invalid: k must be an even number", FORKED),
     "algo_nope": (["run", "--algo", "nope"], r"unknown algorithm 'nope'; valid: bml, .*gloo, .*ps, ring", FORKED),
+    "link_bw_key": (["run", "--link-bw", "nope=3", *MODEL], r"link_bw key 'nope' is not a link class, host or "
+                    r"interface of fattree\(4\)", FORKED),
+    "link_bw_form": (["run", "--link-bw", "agg-core"], r"--link-bw takes KEY=MBPS", FORKED),
+    "algo_option": (["run", "--algo", "gtopk,density=0", *MODEL], r"gtopk: option density='0' is invalid", FORKED),
     "bw_0": (["run", "--bw", "0"], r"bw=0(\.0)? Mbit/s is out of range: must be >= 0\.001 and <= 1000", FRESH),
     "bw_5000": (["run", "--bw", "5000"], r"bw=5000(\.0)? Mbit/s is out of range", FRESH),
     # below what tc's HTB shapes: 1e-6 Mbit/s left links unshaped and the run went on

@@ -136,7 +136,7 @@ def test_validate_dedicated_servers_only_for_ps():
     (dict(bw=1000.5), r"bw=1000.5 Mbit/s is out of range"),
     (dict(bw=-3), r"bw=-3 Mbit/s is out of range"),
     (dict(link_bw={"host": 2000}), r"link_bw\[host\]=2000 Mbit/s is out of range"),
-    (dict(topologies=["fattree,k=4"], link_bw={"level0": 5}), r"unknown link class \['level0'\]"),
+    (dict(topologies=["fattree,k=4"], link_bw={"level0": 5}), r"link_bw key 'level0' is not a link class, host or interface"),
     (dict(iters=0), r"iters=0 is invalid: must be an integer >= 1"),
     (dict(iters=-1), r"iters=-1 is invalid"),
     (dict(iters="3"), r"iters='3' is invalid"),

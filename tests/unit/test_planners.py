@@ -1,4 +1,4 @@
-"""Planners of the baseline algorithms, as pure functions: traffic equals DESIGN.md's closed
+"""Planners of the baseline algorithms, as pure functions: traffic equals docs/DESIGN.md's closed
 forms, plans survive JSON, bad input fails with a message that lists what is valid."""
 import json
 

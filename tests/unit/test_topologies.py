@@ -1,6 +1,6 @@
 """Topologies as pure graphs, RipL style: closed-form counts, port symmetry, id round-trips.
 
-BCube(n,k) is in BML's notation (DESIGN.md): n^k servers, k levels, k NICs per server,
+BCube(n,k) is in BML's notation (docs/DESIGN.md): n^k servers, k levels, k NICs per server,
 n^(k-1) switches of n ports per level. Fat-Tree(k) after Al-Fares et al.: k^3/4 hosts,
 5k^2/4 switches. No root, no Mininet processes: `mininet.topo.Topo` is only a graph.
 """
@@ -401,14 +401,20 @@ def test_bandwidth_limits_are_inclusive_of_1000():
 
 
 @pytest.mark.parametrize("s,link_bw,pattern", [
-    ("fattree,k=4", {"level0": 5}, r"unknown link class \['level0'\] for fattree\(4\); valid: \['agg-core', "
-                                   r"'edge-agg', 'host'\]"),
-    ("bcube,n=2,k=2", {"level2": 5}, r"unknown link class \['level2'\] for bcube\(2,2\); valid: \['level0', "
-                                     r"'level1'\]"),
+    ("fattree,k=4", {"level0": 5}, r"link_bw key 'level0' is not a link class, host or interface of fattree\(4\); "
+                                   r"classes: agg-core, edge-agg, host; hosts e.g. h0_0_2"),
+    ("bcube,n=2,k=2", {"level2": 5}, r"link_bw key 'level2' is not a link class, host or interface of bcube\(2,2\); "
+                                     r"classes: level0, level1"),
 ])
 def test_unknown_link_class(s, link_bw, pattern):
     with pytest.raises(ValueError, match=pattern):
         spec.build(s, link_bw=link_bw)
+
+
+def test_link_bw_takes_classes_hosts_and_interfaces_most_specific_wins():
+    t = spec.build("fattree,k=4", bw=20, link_bw={"h0_0_2": 5, "host": 10, "e0_0-eth3": 2})
+    assert t.link_of("h0_0_2-eth0").bw == 5 and t.link_of("h0_0_3-eth0").bw == 10
+    assert t.link_of("e0_0-eth3").bw == 2 and t.link_of("e0_0-eth4").bw == 20
 
 
 def test_per_class_link_bandwidth():

@@ -1,7 +1,7 @@
 """The one contract every sync algorithm follows, and the registry that names them.
 
 An algorithm is a module in `workloads/algorithms/` that defines `ALGORITHM =
-Algorithm(...)`. It has two halves (STYLE.md: plan in pure functions, execute elsewhere):
+Algorithm(...)`. It has two halves (docs/STYLE.md: plan in pure functions, execute elsewhere):
 - pure: `options` (the knobs it reads, typed, with defaults: `Option`), `validate(ctx)`,
   `plan(ctx) -> dict` (JSON-able), `traffic(plan) -> [Flow]` (payload bytes of one sync,
   the closed form the captures are checked against), `groups(plan) -> [GroupSpec]` (extra

@@ -5,7 +5,7 @@ every server on a level-l switch shared with the n-1 servers that differ only in
 (digit l of server i is (i // n^l) % n). Rank r is server r. BML only talks to one-hop
 neighbours, so every message stays under one switch.
 
-Schedule (DESIGN.md, "BML schedule"), elements E = M / 4:
+Schedule (docs/DESIGN.md, "BML schedule"), elements E = M / 4:
 1. Split the gradient into k contiguous parts, one per sync tree p (`base.split`), and each
    part into N blocks (`base.split` again, so sizes may be uneven by one element).
 2. Tree p walks the levels in the order L_0..L_{k-1}, L_t = (p + t) mod k. Server i's block
@@ -22,7 +22,7 @@ Schedule (DESIGN.md, "BML schedule"), elements E = M / 4:
    receives theirs into place, so the run grows n-fold per stage, to the whole part.
 In every stage each NIC carries exactly one tree: tree p's stage uses level (p + s) mod k
 (aggregation) or (p + k-1-s) mod k (broadcast), a permutation of the levels over p.
-Bytes one server sends on one NIC (DESIGN.md closed forms, exact when k*N divides E):
+Bytes one server sends on one NIC (docs/DESIGN.md closed forms, exact when k*N divides E):
 (n-1)M/(k n^(s+1)) in aggregation stage s, (n-1) n^s M/(k N) in broadcast stage s,
 2(N-1)M/(kN) per NIC in all.
 

@@ -29,7 +29,7 @@ d gradient elements, k = ceil(density * d) (`topk.k_of`), R = ceil(log2 P) round
      sent up, marking those counted in G (the root: all of G); ceil(k/32) int32 words
      appended to the message, 4 ceil(k/32) bytes, 1/64 of the 8k.
 
-Traffic (DESIGN.md, "gTop-k"): rank p != 0 sends one message of 8k bytes to its parent
+Traffic (docs/DESIGN.md, "gTop-k"): rank p != 0 sends one message of 8k bytes to its parent
 p - lowbit(p) in the reduction, and one of 8k bytes (+ 4 ceil(k/32) for `exact`) to each
 child p + 2^j (j < trailing zeros of p, all j < R for the root, p + 2^j < P) in the broadcast:
 (P-1) messages up and (P-1) down in all, 2R steps. No rank receives more than R messages of

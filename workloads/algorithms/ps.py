@@ -11,7 +11,7 @@ Steps of one sync:
 2. Pull: each owner sends its reduced shard to every worker that is not itself.
 Every phase posts all its sends and receives first and then waits, so no ordering of ranks
 can deadlock Gloo; a worker waits for its pushes before receiving pulls into the same buffer.
-Traffic (DESIGN.md closed forms): co-located, each worker pushes (N-1)M/N and pulls (N-1)M/N;
+Traffic (docs/DESIGN.md closed forms): co-located, each worker pushes (N-1)M/N and pulls (N-1)M/N;
 dedicated, each worker pushes M and pulls M, each server receives NM/S and sends NM/S.
 """
 from __future__ import annotations

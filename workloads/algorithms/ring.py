@@ -10,7 +10,7 @@ p+1 and predecessor p-1 (mod N), the gradient cut into N near-equal chunks (`bas
 Pipelined: each chunk is cut into segments of at most `segment_elements` (64 KiB); a
 segment is forwarded as soon as it has arrived, so the ring streams instead of stepping.
 Traffic: each rank sends 2E - |chunk p+1| - |chunk p+2| elements to its successor:
-2(N-1)M/N bytes (DESIGN.md closed form), exact when N divides E, and 2(N-1)M in total always.
+2(N-1)M/N bytes (docs/DESIGN.md closed form), exact when N divides E, and 2(N-1)M in total always.
 
 The mechanics are functions of any 1-D slice, so other executors reuse the same ring on
 parts of the gradient (the layer-wise algorithms run one per group of layers, each on its

@@ -22,7 +22,7 @@ bandwidth-optimal AllGather MPI uses for long messages), where direct sends star
 per rank at once and make every Fat-Tree uplink carry contended flows; it costs (P-1)
 message latencies instead of one, which the closed form below shows as P-1 steps.
 
-Traffic (DESIGN.md, "Top-k AllGather"): each rank sends (P-1) messages of 8k bytes to its
+Traffic (docs/DESIGN.md, "Top-k AllGather"): each rank sends (P-1) messages of 8k bytes to its
 successor and receives as many from its predecessor. Not data dependent: `select_topk`
 always returns exactly k entries (zero-valued ones included when fewer are non-zero), so
 every message is 8k bytes, whatever the gradients.

@@ -1,0 +1,101 @@
+"""Scaling across experiments: the same algorithms at several worker counts, side by side.
+
+    python -m emulation.scaling results/A results/B results/C --out docs/results/gtopk-scaling
+
+Reads each folder's summary.json (nothing is re-measured), groups the successful runs by
+algorithm spec and model, and writes `scaling.json`, `scaling.md` (a table per model:
+workers, median sync and iteration seconds, scaling efficiency = backward / iteration, i.e.
+throughput with P workers over P times one worker's, and the payload one worker sends per
+sync, the busiest) and `scaling.png` (bytes per worker and efficiency against P). It makes
+gTop-k's O(k log P) against Top-k's O(kP) and dense O(d) visible in measured bytes.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+
+def collect(folders) -> list[dict]:
+    rows = []
+    for folder in folders:
+        path = Path(folder) / "summary.json"
+        if not path.is_file():
+            raise ValueError(f"{folder} has no summary.json: give results folders of syncbed run")
+        for run in json.loads(path.read_text()).get("runs", []):
+            if run.get("status") != "ok" or not run.get("iteration_seconds"):
+                continue
+            iters = max(1, run.get("syncs_counted") or (run["iters"] + run.get("warmup", 0)))
+            sent = [v["tx"] for v in (run.get("payload_bytes_measured") or {}).values()]
+            rows.append({"algorithm": run.get("algo_spec", run["algorithm"]), "model": run.get("model"),
+                         "topology": run.get("topology"), "workers": run["workers"],
+                         "sync_s": statistics.median(run["sync_seconds"]),
+                         "iteration_s": statistics.median(run["iteration_seconds"]),
+                         "efficiency": run.get("scaling_efficiency"),
+                         "bytes_per_worker": max(sent) / iters if sent else None,
+                         "faithful": run.get("faithful"), "folder": str(folder), "dir": run.get("dir")})
+    return sorted(rows, key=lambda r: (r["model"] or "", r["algorithm"], r["workers"]))
+
+
+def markdown(rows) -> str:
+    out = ["# Scaling across worker counts", "",
+           "Efficiency = median backward / median iteration (one worker would spend the backward pass "
+           "only). Bytes: TCP payload (data + Gloo framing) the busiest worker NIC sent per sync, measured.", ""]
+    for model in sorted({r["model"] for r in rows}):
+        out += [f"## {model}", "", "| algorithm | P | sync s | iteration s | efficiency | bytes/worker/sync | faithful |",
+                "|---|---|---|---|---|---|---|"]
+        for r in (x for x in rows if x["model"] == model):
+            eff = f"{100 * r['efficiency']:.1f}%" if r["efficiency"] is not None else "–"
+            b = f"{r['bytes_per_worker'] / 2**20:.3f} MiB" if r["bytes_per_worker"] else "–"
+            out.append(f"| {r['algorithm']} | {r['workers']} | {r['sync_s']:.3f} | {r['iteration_s']:.3f} | {eff} | "
+                       f"{b} | {r['faithful']} |")
+        out.append("")
+    return "\n".join(out)
+
+
+def plot(rows, path: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
+    for algo in sorted({r["algorithm"] for r in rows}):
+        pts = sorted((r["workers"], r["bytes_per_worker"], r["efficiency"]) for r in rows if r["algorithm"] == algo)
+        ax1.plot([p for p, b, _ in pts if b], [b / 2**20 for _, b, _ in pts if b], "o-", label=algo)
+        ax2.plot([p for p, _, e in pts if e is not None], [100 * e for _, _, e in pts if e is not None], "o-", label=algo)
+    ax1.set(xlabel="workers P", ylabel="MiB sent per worker per sync (busiest)", yscale="log",
+            title="bytes on the wire")
+    ax2.set(xlabel="workers P", ylabel="scaling efficiency %", title="backward / iteration", ylim=(0, 105))
+    for ax in (ax1, ax2):
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m emulation.scaling", description=__doc__.splitlines()[0])
+    ap.add_argument("folders", nargs="+", help="results folders of syncbed run")
+    ap.add_argument("--out", required=True, help="folder for scaling.json, scaling.md, scaling.png")
+    a = ap.parse_args(argv)
+    try:
+        rows = collect(a.folders)
+        if not rows:
+            raise ValueError("no successful run with iteration times in these folders")
+    except ValueError as e:
+        print(f"scaling: {e}", file=sys.stderr)
+        return 2
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "scaling.json").write_text(json.dumps(rows, indent=1))
+    (out / "scaling.md").write_text(markdown(rows))
+    plot(rows, out / "scaling.png")
+    print(out / "scaling.md")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
