@@ -109,6 +109,7 @@ def sync_times(log_dir: Path, workers: int) -> dict:
     all_ranks: dict[int, set] = {}  # the same, warmup iterations included
     t_done: dict[int, float] = {}  # iter -> last t_done of any rank (servers included), warmup too
     errors, correct, done = [], True, 0
+    digests: dict[int, set] = {}
     stages = 0
     training: list = []
     for f in sorted(Path(log_dir).glob("rank*.jsonl")):
@@ -127,8 +128,10 @@ def sync_times(log_dir: Path, workers: int) -> dict:
                 per_iter.setdefault(ev["iter"], []).append(ev)
                 if rank < workers:
                     worker_ranks.setdefault(ev["iter"], set()).add(rank)
-                    if not ev.get("correct", False):
+                    if ev.get("checked", True) and not ev.get("correct", False):
                         correct = False
+                    if "digest" in ev:  # ranks that did not check the oracle: same result as those that did
+                        digests.setdefault(ev["iter"], set()).add(ev["digest"])
             elif kind == "error":
                 errors.append(f"rank {rank}: {ev.get('message', '')[:200]}")
             elif kind == "done":
@@ -149,6 +152,10 @@ def sync_times(log_dir: Path, workers: int) -> dict:
         sync.append(end - ready)
         iteration.append(end - max(e["t_start"] for e in evs))
         backward.append(ready - max(e["t_start"] for e in evs))
+    if any(len(d) > 1 for d in digests.values()):
+        correct = False
+        errors.append("workers hold different results in iteration(s) "
+                      f"{sorted(i for i, d in digests.items() if len(d) > 1)[:5]}")
     complete = sorted(i for i, r in all_ranks.items() if len(r) >= workers)
     return {"sync_seconds": sync, "iteration_seconds": iteration, "backward_seconds": backward, "jct_seconds": jct,
             # syncs every worker finished (warmup included), and when the last of them ended

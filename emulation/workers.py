@@ -18,6 +18,9 @@ from emulation.state import kill_all
 ROOT = Path(__file__).resolve().parent.parent
 
 
+ORACLE_BUDGET = 4 << 30  # bytes all ranks together may spend on rebuilding every worker's gradient
+
+
 class WorkerFailure(RuntimeError):
     pass
 
@@ -36,6 +39,14 @@ def write_job(run, cfg, run_dir: Path, groups: list) -> Path:
         "hosts": run.hosts, "dtype_bytes": base.DTYPE_BYTES, "go_file": str(run_dir / "go"),
         "train": bool(cfg.train), "lr": cfg.lr, "batch": cfg.batch, "sparsity": cfg.sparsity,
     }
+    algo = base.get(run.algorithm)
+    if (algo.reference is not None or cfg.sparsity) and not cfg.train:
+        # every checking rank rebuilds every worker's gradient (and the oracle's residuals):
+        # about (3 workers + 4) x gradient bytes each; past ORACLE_BUDGET for all of them,
+        # rank 0 alone checks and the others log a digest of their result
+        per_rank = (3 * run.workers + 4) * run.model.bytes
+        if per_rank * run.workers > ORACLE_BUDGET:
+            job["oracle_ranks"] = [0]
     path = run_dir / "job.json"
     path.write_text(json.dumps(job, indent=1))
     return path

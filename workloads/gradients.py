@@ -123,6 +123,14 @@ class SyntheticGradients:
             out.append(x)
         return out
 
+    def mine(self, rank: int, iteration: int) -> torch.Tensor:
+        """Worker `rank`'s gradient alone (a rank that does not check the oracle)."""
+        a, b = components(self.size, self.seed, iteration)
+        x = a.add_(b, alpha=rank + 1)
+        if self.sparsity:
+            x *= sparse_mask(rank, self.size, self.seed, iteration, self.sparsity)
+        return x
+
     def mine_and_sum(self, rank: int, iteration: int):
         """(worker `rank`'s gradient, the dense sum) without building the others (dense only)."""
         if self.sparsity:

@@ -167,7 +167,7 @@ def test_probe_mode_times_ring_allreduces_and_the_fit_reads_them(tmp_path):
     points = read_points(tmp_path / "w" / "rank0.jsonl")
     assert [b for b, _ in points] == sizes and all(s > 0 for _, s in points)
     model = fit_alpha_beta([b for b, _ in points], [s for _, s in points])
-    assert model.beta > 0
+    assert model.alpha >= 0 and model.beta >= 0  # timings on a shared machine: no target asserted
 
 
 def _framing_child(rank, store_path, mode, out):
@@ -203,3 +203,28 @@ def test_gloo_framing_is_one_constant_whichever_side_posts_first(tmp_path, mode)
         pytest.skip("/proc/self/io is not readable here")
     res = spawn_ranks(2, _framing_child, lambda r: (r, str(tmp_path / "store"), mode), timeout_s=60)
     assert (res[0] + res[1] - 200 * 12) / 200 == base.GLOO_FRAMING_BYTES
+
+
+def test_only_oracle_ranks_check_and_the_others_log_a_digest_the_analysis_compares(tmp_path):
+    from emulation.analysis import sync_times
+
+    base.registry()[THRESHOLD.name] = THRESHOLD
+    try:
+        _, plan = base.plan_for("_threshold", base.PlanContext(3, (700, 301)))
+    finally:
+        base.registry().pop(THRESHOLD.name)
+    job = {"algorithm": "_threshold", "plan": plan, "groups": [], "workers": 3, "servers": 0, "world": 3,
+           "model": {"spec": "synthetic,test", "layers": LAYERS}, "iters": 3, "warmup": 0, "seed": 2,
+           "dilation": 1.0, "store": str(tmp_path / "store"), "log_dir": str(tmp_path / "w"), "timeout_s": 30,
+           "sparsity": {"block": 50, "zero_blocks": 0.5}, "oracle_ranks": [0]}
+    spawn_ranks(3, _child, lambda r: (r, job), timeout_s=90)
+    for rank in range(3):
+        its = [json.loads(l) for l in open(tmp_path / "w" / f"rank{rank}.jsonl") if '"iter"' in l]
+        its = [e for e in its if e["event"] == "iter"]
+        assert all(("correct" in e) == (rank == 0) and "digest" in e for e in its)
+    assert sync_times(tmp_path / "w", 3)["correct"] is True
+    # a rank holding another result is caught through its digest
+    path = tmp_path / "w" / "rank2.jsonl"
+    path.write_text(path.read_text().replace('"digest": "', '"digest": "ff', 1))
+    times = sync_times(tmp_path / "w", 3)
+    assert times["correct"] is False and "different results" in times["errors"][-1]
