@@ -1,0 +1,371 @@
+"""The forest planner and the cut bound, as pure functions (workloads/forest.py and
+workloads/algorithms/forest.py): the packing against the LP over ALL spanning trees
+(enumerated), the bound against hand calculations and brute force, the plan against the
+ring on Fat-Tree, partitions, traffic, options, and the planner's run time."""
+import itertools
+import json
+import math
+import random
+import time
+
+import networkx as nx
+import numpy as np
+import pytest
+from scipy.optimize import linprog
+
+from emulation.fluid import links_of
+from topologies.spec import build
+from workloads import forest
+from workloads.algorithms import base
+from workloads.algorithms import forest as forest_algo
+
+pytestmark = pytest.mark.unit
+
+M = 4 * 2**20  # bytes
+MBIT = 1e6 / 8  # bytes/s per Mbit/s
+
+
+# --- helpers ------------------------------------------------------------------------------------
+def duplex(edges) -> nx.DiGraph:
+    """A physical graph from (u, v, capacity) full-duplex links."""
+    g = nx.DiGraph()
+    for u, v, c in edges:
+        g.add_edge(u, v, capacity=float(c))
+        g.add_edge(v, u, capacity=float(c))
+    return g
+
+
+def all_tree_columns(ov: forest.Overlay):
+    """(columns, load vectors) of every spanning tree of the worker overlay with every NIC
+    choice of every edge direction (enumerated: tiny overlays only)."""
+    cols = forest._Columns(ov)
+    n, m = ov.size, ov.nics
+    loads = []
+    for tree in nx.SpanningTreeIterator(nx.complete_graph(n)):
+        edges = sorted(tuple(sorted(e)) for e in tree.edges)
+        for choice in itertools.product(range(m), repeat=2 * len(edges)):
+            nic = np.zeros((n, n), dtype=int)
+            for (u, v), a, b in zip(edges, choice[0::2], choice[1::2]):
+                nic[u, v], nic[v, u] = a, b
+            loads.append(cols.column(edges, nic)[1])
+    return cols, loads
+
+
+def lp_value(cols, loads) -> float:
+    res = linprog(-np.ones(len(loads)), A_ub=np.column_stack(loads), b_ub=cols.cap, bounds=(0, None), method="highs")
+    assert res.status == 0
+    return -res.fun * cols.scale
+
+
+def lp_over_all_trees(ov: forest.Overlay) -> float:
+    """Ground truth: the packing LP over every spanning tree (and NIC choice)."""
+    return lp_value(*all_tree_columns(ov))
+
+
+def busiest_seconds(topo, hosts, flows) -> float:
+    """Data bytes over bandwidth on the most loaded directed link (the flows laid on the routes)."""
+    load = {}
+    for f in flows:
+        for link in links_of(topo, hosts, f):
+            load[link] = load.get(link, 0) + f.bytes
+    return max(b / (topo.link_of(link).bw * MBIT) for link, b in load.items())
+
+
+def plan(topo, hosts, elements=M // 4, spec="forest", nics=None):
+    ctx = base.PlanContext(len(hosts), (elements,), nics=nics or len(topo.host_nics(hosts[0])), topology=topo,
+                           hosts=tuple(hosts))
+    return base.plan_for(spec, ctx)
+
+
+def _random_digraph(seed: int, n: int) -> nx.DiGraph:
+    rng = random.Random(seed)
+    g = nx.DiGraph()
+    for u, v in itertools.permutations(range(n), 2):
+        g.add_edge(u, v, capacity=float(rng.choice([1, 2, 3, 5])))
+    return g
+
+
+def tiny_networks():
+    """name -> (overlay, physical graph or None, worker nodes); each small enough to
+    enumerate its spanning trees."""
+    ft = build("fattree,k=4")
+    ft.set_bandwidth(dict(zip(ft.hosts(), (20.0, 16.0, 12.0, 10.0, 8.0))))
+    bc = build("bcube,n=2,k=2")
+    bc.set_bandwidth({"level1": 5.0})
+    star = duplex([("h0", "s", 4), ("h1", "s", 3), ("h2", "s", 2), ("h3", "s", 1.5), ("h4", "s", 1)])
+    dumbbell = duplex([("h1", "s1", 1), ("s1", "s2", 0.25), ("s2", "h2", 1), ("s2", "h3", 1)])
+    graphs = {
+        "star, unequal host links": (star, ["h0", "h1", "h2", "h3", "h4"]),
+        "dumbbell": (dumbbell, ["h1", "h2", "h3"]),
+        "complete digraph, random asymmetric": (_random_digraph(3, 5), list(range(5))),
+        "complete digraph, random asymmetric (2)": (_random_digraph(7, 5), list(range(5))),
+    }
+    out = {f"uniform complete {n}": (forest.complete_overlay(n), None, None) for n in (4, 5)}
+    out.update({name: (forest.overlay_from_graph(g, w), g, w) for name, (g, w) in graphs.items()})
+    out["fattree(4), 5 unequal hosts"] = (forest.overlay_from_topology(ft, ft.hosts()[:5]), forest.physical_graph(ft),
+                                          ft.hosts()[:5])
+    out["bcube(2,2), level 1 slow, 2 NICs"] = (forest.overlay_from_topology(bc, bc.hosts()), forest.physical_graph(bc),
+                                              bc.hosts())
+    return out
+
+
+def tiny_overlays():
+    return {name: ov for name, (ov, _, _) in tiny_networks().items()}
+
+
+# --- the packing against the LP over all trees -------------------------------------------------
+@pytest.mark.parametrize("name", list(tiny_overlays()))
+def test_packing_reaches_90_percent_of_the_lp_over_all_trees(name):
+    ov = tiny_overlays()[name]
+    best = lp_over_all_trees(ov)
+    got = forest.pack(ov)
+    assert got.rate >= 0.9 * best, f"{name}: {got.rate / best:.3f} of the optimum"
+    # column generation finds the optimum over all trees, and its dual bound holds
+    assert got.converged and math.isclose(got.optimum, best, rel_tol=1e-6)
+    assert got.upper >= best * (1 - 1e-9)
+    # the rates respect every link's capacity
+    loads = forest.tree_loads(ov, got.trees, got.rates)
+    assert all(load <= ov.capacity[link] * (1 + 1e-6) for link, load in loads.items())
+    assert len(got.trees) <= forest.MAX_TREES and all(t.height <= got.max_height for t in got.trees)
+
+
+def four_worker_overlays():
+    ft = build("fattree,k=4")
+    ft.set_bandwidth(dict(zip(ft.hosts(), (20.0, 16.0, 12.0, 10.0))))
+    star = duplex([("h0", "s", 4), ("h1", "s", 3), ("h2", "s", 2), ("h3", "s", 1)])
+    return {
+        "uniform complete 4": forest.complete_overlay(4),
+        "star, unequal host links": forest.overlay_from_graph(star, ["h0", "h1", "h2", "h3"]),
+        "complete digraph, random asymmetric": forest.overlay_from_graph(_random_digraph(5, 4), range(4)),
+        "fattree(4), 4 unequal hosts": forest.overlay_from_topology(ft, ft.hosts()[:4]),
+    }
+
+
+@pytest.mark.parametrize("name", list(four_worker_overlays()))
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_capped_packing_reaches_90_percent_of_the_best_k_trees(name, k):
+    """With fewer trees allowed than the optimum uses: against every set of k trees."""
+    cols, loads = all_tree_columns(four_worker_overlays()[name])
+    best = max(lp_value(cols, [loads[j] for j in subset]) for subset in itertools.combinations(range(len(loads)), k))
+    got = forest.pack(four_worker_overlays()[name], max_trees=k, max_height=3)
+    assert len(got.trees) <= k and got.rate >= 0.9 * best, f"{name}, {k} trees: {got.rate / best:.3f} of the best"
+
+
+def test_uniform_complete_graph_packs_n_over_2():
+    for n in (2, 3, 4, 5, 6):  # Nash-Williams: K_n holds n/2 spanning trees fractionally
+        assert math.isclose(forest.pack(forest.complete_overlay(n)).rate, n / 2, rel_tol=1e-6)
+
+
+def test_tree_count_and_height_limits_hold():
+    ov = forest.complete_overlay(6)
+    for k in (1, 2, 3):
+        got = forest.pack(ov, max_trees=k, max_height=2)
+        assert 1 <= len(got.trees) <= k and all(t.height <= 2 for t in got.trees)
+    # one tree on K_6 carries at most one link's worth: 1.0
+    assert math.isclose(forest.pack(ov, max_trees=1).rate, 1.0, rel_tol=1e-9)
+
+
+def test_trees_are_spanning_and_rooted():
+    got = forest.pack(forest.complete_overlay(7))
+    for t in got.trees:
+        assert t.parent[t.root] == -1 and sum(p == -1 for p in t.parent) == 1
+        assert all(t.depth(i) <= t.height for i in range(7))  # every node reaches the root
+        g = nx.Graph([(i, p) for i, p in enumerate(t.parent) if p >= 0])
+        assert nx.is_tree(g) and g.number_of_nodes() == 7
+
+
+# --- the cut bound ------------------------------------------------------------------------------
+def test_cut_bound_on_a_star_is_the_ring_term():
+    for n in (2, 3, 4, 8):
+        g = duplex([(f"h{i}", "s", 2.0) for i in range(n)])
+        cb = forest.cut_bound(g, [f"h{i}" for i in range(n)], 12.0)
+        assert math.isclose(cb.seconds, 2 * (n - 1) * 12.0 / (n * 2.0))
+        assert math.isclose(cb.rsag_seconds, cb.seconds)
+
+
+def test_cut_bound_two_hosts_with_different_links():
+    g = duplex([("a", "s", 3.0), ("b", "s", 1.0)])
+    cb = forest.cut_bound(g, ["a", "b"], 12.0)
+    assert math.isclose(cb.seconds, 12.0) and math.isclose(cb.rsag_seconds, 12.0)  # M / slower link
+
+
+def test_cut_bound_on_a_dumbbell_and_a_line():
+    # h1 - s1 =(c)= s2 - {h2, h3}: the middle link carries M each way; RS+AG needs 4M/3c.
+    c = 0.25
+    g = duplex([("h1", "s1", 1), ("s1", "s2", c), ("s2", "h2", 1), ("s2", "h3", 1)])
+    cb = forest.cut_bound(g, ["h1", "h2", "h3"], 12.0)
+    assert math.isclose(cb.seconds, 12.0 / c) and math.isclose(cb.rsag_seconds, 4 * 12.0 / (3 * c))
+    # ... and a forest reaches the bound, below ForestColl's RS+AG bound
+    got = forest.pack(forest.overlay_from_graph(g, ["h1", "h2", "h3"]))
+    assert math.isclose(got.seconds(12.0), cb.seconds, rel_tol=1e-6)
+    # a line of switches s1 - s2 - s3, one host each: three workers sharing unit links, 4M/3
+    g = duplex([("h1", "s1", 1), ("s1", "s2", 1), ("s2", "s3", 1), ("s2", "h2", 1), ("s3", "h3", 1)])
+    cb = forest.cut_bound(g, ["h1", "h2", "h3"], 12.0)
+    assert math.isclose(cb.seconds, 16.0) and math.isclose(cb.rsag_seconds, 16.0)
+    assert math.isclose(forest.pack(forest.overlay_from_graph(g, ["h1", "h2", "h3"])).seconds(12.0), 16.0,
+                        rel_tol=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_cut_bound_terms_equal_brute_force_over_all_cuts(seed):
+    rng = random.Random(seed)
+    n = rng.randint(4, 7)
+    g = nx.DiGraph()
+    for u, v in nx.gnp_random_graph(n, 0.6, seed=seed, directed=True).edges:
+        g.add_edge(u, v, capacity=float(rng.choice([1, 2, 3, 5])))
+        if seed % 2:
+            g.add_edge(v, u, capacity=float(rng.choice([1, 2, 3, 5])))
+    if not nx.is_strongly_connected(g):
+        pytest.skip("not strongly connected")
+    workers = rng.sample(sorted(g.nodes), rng.randint(2, min(4, n)))
+    least, ratio_out, ratio_in = math.inf, 0.0, 0.0
+    for r in range(1, n):
+        for s in map(set, itertools.combinations(sorted(g.nodes), r)):
+            k = len(s & set(workers))
+            if 0 < k < len(workers):
+                out, into = forest._out(g, s), forest._in(g, s)
+                least = min(least, out, into)
+                ratio_out, ratio_in = max(ratio_out, k / out), max(ratio_in, k / into)
+    cb = forest.cut_bound(g, workers, 12.0)
+    assert math.isclose(cb.cut_seconds, 12.0 / least)
+    assert math.isclose(cb.rsag_seconds, 12.0 / len(workers) * (ratio_out + ratio_in))
+
+
+@pytest.mark.parametrize("name", [name for name, (_, g, _) in tiny_networks().items() if g is not None])
+def test_no_packing_beats_the_cut_bound(name):
+    """A lower bound: even the LP over all trees (routes fixed) is not faster."""
+    ov, g, workers = tiny_networks()[name]
+    assert M / lp_over_all_trees(ov) >= forest.cut_bound(g, workers, M).seconds * (1 - 1e-9)
+
+
+# --- plans on Fat-Tree and BCube ----------------------------------------------------------------
+def test_homogeneous_fattree_16_workers_ties_the_ring():
+    topo = build("fattree,k=4")
+    hosts = topo.hosts()
+    algo, p = plan(topo, hosts)
+    ring_term = 2 * 15 * M / (16 * 20 * MBIT)
+    assert p["planned_seconds"] <= 1.05 * ring_term
+    assert math.isclose(p["bound_cut_seconds"], ring_term) and math.isclose(p["bound_rsag_seconds"], ring_term)
+    assert p["planned_seconds"] >= p["bound_cut_seconds"] * (1 - 1e-9)
+    # the planned time is exactly the busiest link of the plan's own traffic on the routes
+    assert math.isclose(busiest_seconds(topo, hosts, algo.traffic(p)), p["planned_seconds"], rel_tol=1e-3)
+
+
+def test_quarter_of_hosts_slower_beats_the_ring_and_meets_the_bound():
+    topo = build("fattree,k=4")
+    hosts = topo.hosts()
+    topo.set_bandwidth({h: 5.0 for h in hosts[::4]})  # a quarter of the host links at 1/4
+    algo, p = plan(topo, hosts)
+    ring_algo, ring_plan = plan(topo, hosts, spec="ring")
+    ring = busiest_seconds(topo, hosts, ring_algo.traffic(ring_plan))
+    assert p["planned_seconds"] < 0.6 * ring  # 6.7 s against 12.6 s
+    assert math.isclose(p["planned_seconds"], p["bound_cut_seconds"], rel_tol=1e-3)  # slow hosts are leaves
+    assert p["bound_rsag_seconds"] > 1.5 * p["bound_cut_seconds"]  # RS+AG with equal shards is no bound here
+    assert math.isclose(busiest_seconds(topo, hosts, algo.traffic(p)), p["planned_seconds"], rel_tol=1e-3)
+
+
+def test_bcube_plan_uses_both_nics_and_stays_near_the_bound():
+    topo = build("bcube,n=4,k=2")
+    hosts = topo.hosts()
+    algo, p = plan(topo, hosts)
+    nics = {t["nic_up"][i] for t in p["trees"] for i in range(16) if t["parent"][i] >= 0}
+    assert nics == {0, 1}
+    assert p["planned_seconds"] <= 1.15 * p["bound_cut_seconds"]  # 16 workers, 2 NICs each
+    assert p["planned_seconds"] < 0.6 * 2 * 15 * M / (16 * 20 * MBIT)  # the ring on one NIC
+    assert math.isclose(busiest_seconds(topo, hosts, algo.traffic(p)), p["planned_seconds"], rel_tol=1e-3)
+
+
+# --- partitions, traffic, plan form -----------------------------------------------------------------
+def test_partitions_are_proportional_to_rates_and_contiguous():
+    for total, rates in ((1000, (3.0, 1.0)), (7, (1.0, 1.0, 1.0)), (3, (5.0, 1.0, 1.0, 1.0)), (10**6, (0.3, 0.2, 0.5))):
+        ranges = forest.proportional(total, rates)
+        assert ranges[0][0] == 0 and ranges[-1][1] == total
+        assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
+        for (a, b), r in zip(ranges, rates):
+            assert abs((b - a) - total * r / sum(rates)) < 1
+    topo = build("fattree,k=4")
+    topo.set_bandwidth(dict(zip(topo.hosts(), (20.0, 16.0, 12.0, 10.0, 8.0))))
+    _, p = plan(topo, topo.hosts()[:5], elements=1_000_003)
+    rates = [t["rate"] for t in p["trees"]]
+    assert len(set(rates)) >= 2
+    for t in p["trees"]:
+        a, b = t["range"]
+        assert abs((b - a) - 1_000_003 * t["rate"] / sum(rates)) < 1
+
+
+@pytest.mark.parametrize("n,elements", [(2, 1), (3, 5), (4, 12347), (5, 1_000_003), (7, 4096)])
+def test_traffic_is_each_partition_up_and_down_every_tree_edge(n, elements):
+    algo, p = base.plan_for("forest", base.PlanContext(n, (elements,)))
+    flows = algo.traffic(p)
+    assert sum(f.bytes for f in flows) == 2 * (n - 1) * 4 * elements
+    for t in p["trees"]:  # chunks cover the partition, at most `chunk` elements each
+        pieces = forest_algo.chunks(t)
+        assert pieces[0][0] == t["range"][0] and pieces[-1][1] == t["range"][1]
+        assert all(0 < e - s <= t["chunk"] for s, e in pieces)
+    messages = sum(2 * (n - 1) * -(-(t["range"][1] - t["range"][0]) // t["chunk"]) for t in p["trees"])
+    assert sum(f.messages for f in flows) == messages
+
+
+def test_plan_without_topology_is_uniform_and_json_and_deterministic():
+    ctx = base.PlanContext(5, (1000, 2345))
+    _, a = base.plan_for("forest", ctx)
+    _, b = base.plan_for("forest", ctx)
+    a.pop("planner_seconds"), b.pop("planner_seconds")
+    assert a == b and json.loads(json.dumps(a)) == a
+    assert a["planned_seconds"] is None and a["bandwidth"].startswith("uniform")
+    assert "bound_cut_seconds" not in a
+
+
+def test_one_worker_plans_nothing_to_send():
+    algo, p = base.plan_for("forest", base.PlanContext(1, (10,)))
+    assert algo.traffic(p) == [] and p["trees"][0]["range"] == [0, 10]
+
+
+def test_more_trees_than_elements_leaves_no_empty_partition():
+    algo, p = base.plan_for("forest", base.PlanContext(6, (2,)))
+    assert all(t["range"][1] > t["range"][0] for t in p["trees"])
+    assert sum(t["range"][1] - t["range"][0] for t in p["trees"]) == 2
+
+
+# --- options and bad input ------------------------------------------------------------------------
+@pytest.mark.parametrize("spec,message", [
+    ("forest,max_trees=0", "forest: option max_trees='0' is invalid (must be >= 1); valid: max_trees an integer"),
+    ("forest,max_trees=2.5", "forest: option max_trees='2.5' is invalid (an integer is needed)"),
+    ("forest,iterations=x", "forest: option iterations='x' is invalid"),
+    ("forest,max_height=0", "forest: option max_height='0' is invalid (must be >= 1)"),
+    ("forest,chunk_elements=-1", "forest: option chunk_elements='-1' is invalid (must be >= 0)"),
+    ("forest,trees=3", "forest: unknown option(s) trees; valid: max_trees, iterations, max_height, chunk_elements"),
+])
+def test_bad_options_fail_with_one_line(spec, message):
+    with pytest.raises(ValueError) as exc:
+        base.plan_for(spec, base.PlanContext(4, (100,)))
+    assert str(exc.value).startswith(message) and "\n" not in str(exc.value)
+
+
+def test_workers_sharing_a_host_are_refused_in_one_line():
+    topo = build("fattree,k=4")
+    h = topo.hosts()
+    with pytest.raises(ValueError, match="^forest: every worker needs a host of its own") as exc:
+        base.plan_for("forest", base.PlanContext(3, (100,), topology=topo, hosts=(h[0], h[1], h[0])))
+    assert "\n" not in str(exc.value)
+
+
+def test_options_reach_the_planner():
+    _, p = base.plan_for("forest,max_trees=2,max_height=1,chunk_elements=100", base.PlanContext(5, (10_000,)))
+    assert len(p["trees"]) <= 2 and p["max_height"] == 1 and all(t["height"] <= 1 for t in p["trees"])
+    assert all(t["chunk"] == 100 for t in p["trees"])
+    assert "forest" in base.registry()
+
+
+# --- planner run time -----------------------------------------------------------------------------
+@pytest.mark.parametrize("k,workers,limit_s", [(4, 16, 10.0), (8, 64, 60.0)])
+def test_planner_run_time(k, workers, limit_s):
+    topo = build(f"fattree,k={k}")
+    started = time.perf_counter()
+    _, p = plan(topo, topo.hosts()[:workers])
+    took = time.perf_counter() - started
+    print(f"\nfattree(k={k}), {workers} workers: routes, packing and cut bound {took:.2f} s, "
+          f"{len(p['trees'])} trees, height {p['max_height']}, rate {p['rate'] / p['rate_upper']:.3f} of the "
+          f"upper bound, {p['iterations']} column-generation rounds")
+    assert took < limit_s
+    assert p["converged"] and p["planned_seconds"] >= p["bound_cut_seconds"] * (1 - 1e-9)

@@ -1,0 +1,247 @@
+"""`forest`: topology-adaptive all-reduce over a packing of aggregation/broadcast trees.
+
+Zhang, Wu, Li, "Near-Optimal Topology-adaptive Parameter Synchronization in Distributed DNN
+Training", IEEE INFOCOM 2021 (only the abstract is public: trees rooted at different
+workers, each aggregating and broadcasting one partition, near-optimal forest packing,
+aggregation overlapped with broadcast). The packing follows Blink (MLSys 2020) and the
+bound ForestColl (arXiv 2402.06787); docs/forest.md says what is whose.
+
+Plan (pure; the planner is `workloads/forest.py`):
+1. The network: routes and link capacities of the topology (`Topology.route` to the peer's
+   NIC l address, bandwidth per directed link), or without a topology (localhost) a
+   complete graph of equal links.
+2. Trees and rates: `forest.pack` (column generation for the optimum over all trees, then at
+   most `max_trees` congestion-aware trees of bounded height; options `max_trees`,
+   `iterations`, `max_height`).
+3. Tree k aggregates the contiguous partition `range` of the flat gradient, in proportion
+   to its rate (`forest.proportional`), cut into chunks of `chunk` elements (`base.split`
+   into ceil(size / chunk) near-equal pieces, so both ends of a message agree).
+Execution, per tree, two threads on every rank (aggregation overlaps broadcast):
+4. Up: for chunk j in order, wait for chunk j from every child, add them (children in rank
+   order) into the own slice, send the partial sum to the parent on `nic_up`. At the root
+   the slice is then the total, and goes down at once to every child on their `nic_down`.
+5. Down (every rank but the root): wait for chunk j from the parent, received in place into
+   the slice, forward it to every child.
+Receives from children are posted `WINDOW` chunks ahead into per-child buffers, those from
+the parent in place. A down chunk overwrites the slice a rank sent up, which is safe: the
+parent can only hold the total after it has received all of that send. Every message has its
+own tag: ((tree * 2 + phase) * tag_stride + chunk).
+Traffic (exact): per tree, per edge, the partition's bytes up on `nic_up` and down on
+`nic_down`, in as many messages as chunks. One step (`phases` absent): all trees at once.
+"""
+from __future__ import annotations
+
+import math
+import threading
+import time
+
+import torch
+
+from workloads import forest as packing
+from workloads.algorithms.base import DTYPE_BYTES, Algorithm, Flow, Option, merge_flows, number, split
+from workloads.gradients import as_flat
+
+UP, DOWN = 0, 1
+WINDOW = 8  # chunks whose receives from children are posted ahead (bounds the buffer memory)
+MAX_TAG = 2**31 - 1  # Gloo takes a C++ int tag
+
+OPTIONS = {
+    "max_trees": Option(packing.MAX_TREES, number(1, integer=True), "an integer >= 1 (trees in the packing)"),
+    "iterations": Option(packing.ITERATIONS, number(1, integer=True),
+                         "an integer >= 1 (column-generation rounds of the planner)"),
+    "max_height": Option(None, number(1, integer=True),
+                         "an integer >= 1 (tree height; default: the planner picks 2, log2 N or 2 log2 N)"),
+    "chunk_elements": Option(0, number(0, integer=True),
+                             "an integer >= 0 (elements per pipelined chunk; 0: about 32 chunks per tree)"),
+}
+
+
+# --- plan ---------------------------------------------------------------------------------
+def overlay(ctx) -> packing.Overlay:
+    """Step 1: the network the planner packs, from ctx.topology and ctx.hosts if given."""
+    if ctx.topology is None:
+        return packing.complete_overlay(ctx.workers)
+    return packing.overlay_from_topology(ctx.topology, list(ctx.hosts[:ctx.workers]), ctx.nics)
+
+
+def validate(ctx) -> None:
+    if ctx.topology is not None:
+        hosts = list(ctx.hosts)
+        if len(hosts) < ctx.workers:
+            raise ValueError(f"forest: {ctx.workers} workers but only {len(hosts)} hosts given")
+        if len(set(hosts[:ctx.workers])) != ctx.workers:
+            raise ValueError("forest: every worker needs a host of its own (the trees are laid on host-to-host "
+                             f"routes), got {hosts[:ctx.workers]}")
+
+
+def plan(ctx) -> dict:
+    n, elements = ctx.workers, ctx.elements
+    opts = ctx.options
+    chunk = int(opts.get("chunk_elements", 0) or 0)
+    started = time.perf_counter()
+    ov = overlay(ctx)
+    found = packing.pack(ov, int(opts.get("max_trees", packing.MAX_TREES)),
+                         int(opts.get("iterations", packing.ITERATIONS)), opts.get("max_height"), elements, chunk)
+    ranges = packing.proportional(elements, found.rates) if n > 1 else [(0, elements)]
+    trees = []
+    for tree, rate, (a, b) in zip(found.trees, found.rates, ranges):
+        if b <= a:
+            continue  # fewer elements than trees: this one has nothing to carry
+        trees.append({"root": tree.root, "parent": list(tree.parent), "nic_up": list(tree.nic_up),
+                      "nic_down": list(tree.nic_down), "range": [a, b],
+                      "chunk": min(packing.chunk_elements(b - a, chunk), b - a),
+                      "rate": rate if math.isfinite(rate) else None, "height": tree.height})
+    stride = max([_chunks(t) for t in trees] + [1])
+    if (2 * len(trees)) * stride - 1 > MAX_TAG:
+        raise ValueError(f"forest: {len(trees)} trees of up to {stride} chunks need more Gloo tags than "
+                         f"0..{MAX_TAG}; raise chunk_elements")
+    measured = ov.source == "topology"
+    nbytes = elements * DTYPE_BYTES
+    out = {
+        "algorithm": "forest", "workers": n, "world": ctx.world, "elements": elements,
+        "trees": trees, "tag_stride": stride,
+        "bandwidth": "topology" if measured else "uniform (no topology: a complete graph of equal links)",
+        "rate": _finite(found.rate), "rate_optimum": _finite(found.optimum), "rate_upper": _finite(found.upper),
+        "gap": found.gap, "method": found.method, "max_height": found.max_height,
+        "iterations": found.iterations, "converged": found.converged, "pool": found.pool,
+        "planned_seconds": found.seconds(nbytes) if measured else None,
+        "pipeline_seconds": packing.pipeline_seconds(found.trees, found.rates, elements, chunk) if measured else None,
+        "notes": list(found.notes),
+    }
+    if measured and n > 1:
+        cut = packing.cut_bound(packing.physical_graph(ctx.topology), list(ctx.hosts[:n]), nbytes)
+        out.update(bound_cut_seconds=cut.seconds, bound_cut_which=cut.which, bound_rsag_seconds=cut.rsag_seconds)
+    out["planner_seconds"] = time.perf_counter() - started
+    return out
+
+
+def _finite(x: float):
+    return float(x) if math.isfinite(x) else None
+
+
+def _chunks(tree: dict) -> int:
+    a, b = tree["range"]
+    return -(-(b - a) // tree["chunk"])
+
+
+def chunks(tree: dict) -> list[tuple[int, int]]:
+    """[start, end) in the flat gradient of every chunk of a tree's partition (both ends agree)."""
+    a, b = tree["range"]
+    return [(a + s, a + e) for s, e in split(b - a, _chunks(tree))]
+
+
+def children(tree: dict, rank: int) -> list[int]:
+    return [c for c, p in enumerate(tree["parent"]) if p == rank]
+
+
+def _tag(plan: dict, k: int, phase: int, j: int) -> int:
+    return (k * 2 + phase) * plan["tag_stride"] + j
+
+
+def traffic(plan: dict) -> list[Flow]:
+    """Per tree edge: the partition up (child -> parent) and down, one message per chunk."""
+    flows = []
+    for tree in plan["trees"]:
+        a, b = tree["range"]
+        nbytes, msgs = DTYPE_BYTES * (b - a), _chunks(tree)
+        for i, p in enumerate(tree["parent"]):
+            if p >= 0:
+                flows.append(Flow(i, p, tree["nic_up"][i], nbytes, msgs))
+                flows.append(Flow(p, i, tree["nic_down"][i], nbytes, msgs))
+    return merge_flows(flows)
+
+
+# --- execute ------------------------------------------------------------------------------
+def _up(plan: dict, k: int, comm, flat: torch.Tensor, sends: list) -> tuple[float, float, int]:
+    """Step 4 on this rank for tree k; returns (t0, t1, bytes sent)."""
+    tree, me = plan["trees"][k], comm.rank
+    parent, kids, pieces = tree["parent"][me], children(tree, me), chunks(tree)
+    window = min(WINDOW, len(pieces))
+    bufs = {c: [torch.empty(tree["chunk"], dtype=flat.dtype) for _ in range(window)] for c in kids}
+    posted = {}
+
+    def post(j):
+        if j < len(pieces):
+            a, b = pieces[j]
+            for c in kids:
+                posted[c, j] = comm.recv(bufs[c][j % window][:b - a], c, tree["nic_up"][c], _tag(plan, k, UP, j))
+
+    for j in range(window):
+        post(j)
+    t0, sent = time.time(), 0
+    for j, (a, b) in enumerate(pieces):
+        for c in kids:  # in rank order: every rank sums the same way
+            posted.pop((c, j)).wait()
+            flat[a:b] += bufs[c][j % window][:b - a]
+        post(j + window)
+        if parent >= 0:
+            sends.append(comm.send(flat[a:b], parent, tree["nic_up"][me], _tag(plan, k, UP, j)))
+            sent += DTYPE_BYTES * (b - a)
+        else:  # the root holds the total of chunk j: down at once
+            for c in kids:
+                sends.append(comm.send(flat[a:b], c, tree["nic_down"][c], _tag(plan, k, DOWN, j)))
+                sent += DTYPE_BYTES * (b - a)
+    return t0, time.time(), sent
+
+
+def _down(plan: dict, k: int, comm, flat: torch.Tensor, sends: list) -> tuple[float, float, int]:
+    """Step 5 on this rank (not the root) for tree k; returns (t0, t1, bytes sent)."""
+    tree, me = plan["trees"][k], comm.rank
+    parent, kids, pieces = tree["parent"][me], children(tree, me), chunks(tree)
+    recvs = [comm.recv(flat[a:b], parent, tree["nic_down"][me], _tag(plan, k, DOWN, j))
+             for j, (a, b) in enumerate(pieces)]
+    t0, sent = time.time(), 0
+    for j, (a, b) in enumerate(pieces):
+        recvs[j].wait()
+        for c in kids:
+            sends.append(comm.send(flat[a:b], c, tree["nic_down"][c], _tag(plan, k, DOWN, j)))
+            sent += DTYPE_BYTES * (b - a)
+    return t0, time.time(), sent
+
+
+def execute(plan: dict, comm, grads, state=None):
+    """Every tree's up and down threads at once; the calling thread waits and re-raises."""
+    flat = as_flat(grads)
+    if plan["workers"] == 1:
+        return flat
+    me, errors, marks = comm.rank, [], {}
+    jobs = []
+    for k, tree in enumerate(plan["trees"]):
+        jobs.append((k, "reduce", _up))
+        if tree["parent"][me] >= 0:
+            jobs.append((k, "broadcast", _down))
+
+    def run(k, phase, fn):
+        sends: list = []
+        try:
+            t0, t1, sent = fn(plan, k, comm, flat, sends)
+            for work in sends:
+                work.wait()
+            marks[k, phase] = (t0, time.time(), sent)
+        except BaseException as exc:  # re-raised in the caller's thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=job, name=f"forest-tree{job[0]}-{job[1]}", daemon=True)
+               for job in jobs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise RuntimeError(f"forest tree failed on rank {me}: {type(errors[0]).__name__}: {errors[0]}") from errors[0]
+    for (k, phase), (t0, t1, sent) in sorted(marks.items()):
+        tree = plan["trees"][k]
+        nic = tree["nic_up"][me] if tree["parent"][me] >= 0 else next(
+            (tree["nic_down"][c] for c in children(tree, me)), 0)
+        comm.record(tree=k, stage=0 if phase == "reduce" else 1, nic=max(nic, 0), phase=phase, t0=t0, t1=t1,
+                    bytes=sent)
+    return flat
+
+
+ALGORITHM = Algorithm(
+    name="forest",
+    summary="topology-adaptive forest: packed aggregation/broadcast trees, pipelined and overlapped (INFOCOM 2021)",
+    plan=plan, traffic=traffic, execute=execute, validate=validate, options=OPTIONS,
+    describe=lambda plan: {k: plan[k] for k in ("planned_seconds", "bound_cut_seconds", "bound_rsag_seconds",
+                                                 "gap", "planner_seconds") if k in plan} | {"trees": len(plan["trees"])},
+)
