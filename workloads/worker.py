@@ -17,10 +17,24 @@ Exit codes: 0 when every iteration ran (a wrong sum is reported in the log, not 
 3 for the injected crash (`"crash": {"rank", "iter"}`, fault injection for tests), 1 on
 any error. Dedicated servers (ranks >= workers) hold no gradient: they pass zeros of the
 full size and their `iter` events carry `"server": true` (nothing to check on them).
+
+Real training (`"train": true`, workloads/training.py): the gradient is the rank's real one
+of `train_model` (`lenet5`, the default, or `resnet20`; the job's model spec must name the
+same network, unscaled) on scikit-learn's digits, with `batch`, `lr` (and `lr_milestones`,
+`lr_gamma`: torch's MultiStepLR). The oracle is every worker's real gradient, which each
+rank computes itself: O(W) backward passes per rank and iteration. `check_iters` N (default
+null: every iteration) limits that to the first N iterations; afterwards a rank computes
+its own gradient only and its `iter` events say `"checked": false` and carry no `correct`.
+With error feedback the oracle's memory (every rank's residual) is not updated past N
+either, so the check stops at N for good. Every replica still applies the synchronized
+result, so the model stays identical on every rank: each worker rank ends with a `trained`
+event holding its parameters' SHA-1. Rank 0 evaluates the held-out split after iteration
+0, every `eval_every`-th (default 1) and the last, in `train` events (`loss`, `accuracy`).
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import socket
@@ -102,16 +116,26 @@ def run(job: dict, rank: int, nics: list, log: EventLog) -> None:
     crash = job.get("crash") or {}
     is_worker = rank < workers
     trainer = None
+    check_iters, eval_every = train_options(job) if job.get("train") else (None, 1)
     if job.get("train") and is_worker:
         from workloads.training import DataParallelDigits
 
-        trainer = DataParallelDigits(rank, workers, seed, int(job.get("batch", 32)), float(job.get("lr", 0.1)))
-        if trainer.layer_sizes() != [int(layer[1]) for layer in layers]:
-            raise ValueError("train: the job's layers are not LeNet-5's; training needs model lenet5 unscaled")
+        model = str(job.get("train_model", "lenet5"))
+        trainer = DataParallelDigits(rank, workers, seed, int(job.get("batch", 32)), float(job.get("lr", 0.1)),
+                                     model, [int(m) for m in job.get("lr_milestones") or ()],
+                                     float(job.get("lr_gamma", 0.1)))
+        if [int(layer[1]) for layer in layers] not in (trainer.layer_sizes(False), trainer.layer_sizes(True)):
+            raise ValueError(f"train: the job's layers (model {job['model'].get('spec')!r}) are not those of "
+                             f"train_model {model!r}; training needs model {model} unscaled")
 
     synthetic = SyntheticGradients(workers, size, seed, job.get("sparsity"))
     state = base.SyncState(rank=rank, workers=workers, world=world)
     reference = algo.reference if algo is not None else None
+    # An oracle over every worker's gradient costs O(workers x elements) memory on each rank
+    # that checks it; the runner may name the ranks that check (`oracle_ranks`), and every
+    # other worker logs a digest of its result, which the analysis compares with theirs.
+    oracle_ranks = job.get("oracle_ranks")
+    checks_oracle = oracle_ranks is None or rank in oracle_ranks
     ref_memory: dict = {}  # the oracle's own state across iterations (e.g. every rank's residual)
     timeout = float(job.get("timeout_s", 120))
     comm = Comm(rank, world, job["store"], nics, groups, timeout_s=timeout, sink=log.write)
@@ -134,15 +158,20 @@ def run(job: dict, rank: int, nics: list, log: EventLog) -> None:
         comm.iteration = it
         state.begin(it)
         if is_worker:
-            if trainer is not None:
-                inputs = trainer.all_gradients(it)
+            if trainer is not None:  # past check_iters: this rank's own gradient only, nothing checked
+                checked = check_iters is None or it < check_iters
+                inputs = trainer.all_gradients(it) if checked else None
             elif reference is not None or synthetic.sparse:
-                inputs = synthetic.all_workers(it)
+                inputs = synthetic.all_workers(it) if checks_oracle else None
             else:
                 inputs = None  # the dense closed form needs nobody else's gradient
             if inputs is not None:
                 values = inputs[rank].clone()
                 expected = (reference or base.dense_reference)(plan, inputs, ref_memory)
+            elif trainer is not None:
+                values, expected = trainer.own_gradient(it), None
+            elif reference is not None or synthetic.sparse:  # not an oracle rank
+                values, expected = synthetic.mine(rank, it), None
             else:
                 values, expected = synthetic.mine_and_sum(rank, it)
             stream = GradientStream(layers, values, dilation)
@@ -162,24 +191,45 @@ def run(job: dict, rank: int, nics: list, log: EventLog) -> None:
                           if b != sent_before.get((dst, nic), 0)]}
         if state.observed:
             event["observed"] = state.observed
-        if trainer is not None:
+        if trainer is not None and expected is None:
+            event.update(checked=False)  # no `correct`: nothing was compared
+        elif trainer is not None:
             ok, err = trainer.matches(result, expected)
-            event.update(correct=ok, max_abs_err=err)
+            event.update(checked=True, correct=ok, max_abs_err=err)
+        elif is_worker and expected is None:
+            event.update(checked=False)
         elif is_worker:
             err = float((result - expected).abs().max()) if size else 0.0
             event.update(correct=err == 0.0, max_abs_err=err)
         else:
             event.update(correct=True, max_abs_err=0.0, server=True)
+        if is_worker and oracle_ranks is not None:
+            event["digest"] = hashlib.blake2b(result.contiguous().numpy().tobytes(), digest_size=8).hexdigest()
         log.write(event)
         if trainer is not None:
-            trainer.apply(result)
-            if rank == 0:
+            trainer.apply(result, it)  # every replica, checked or not: all ranks stay identical
+            if rank == 0 and (it == 0 or (it + 1) % eval_every == 0 or it == total - 1):
                 loss, acc = trainer.evaluate()
                 log.write({"event": "train", "iter": it, "loss": loss, "accuracy": acc, "t": time.time()})
         if rank == 0:
             # progress only: the run's sync time is over all ranks (emulation/analysis.py)
             print(f"iter {it + 1}/{total} rank 0 synced in {t_done - stream.t_ready:.3f} s", flush=True)
+    if trainer is not None:  # equal on every rank when the replicas stayed identical
+        log.write({"event": "trained", "iters": total, "params_sha1": trainer.digest(), "t": time.time()})
     comm.store_barrier("end")  # nobody closes its connections while a peer still receives from it
+
+
+def train_options(job: dict) -> tuple:
+    """(check_iters, eval_every) of a training job, checked: check_iters None means every
+    iteration is checked against the oracle; eval_every 1, rank 0 evaluates after each."""
+    check_iters, eval_every = job.get("check_iters"), job.get("eval_every", 1)
+    if check_iters is not None and (isinstance(check_iters, bool) or not isinstance(check_iters, int)
+                                    or check_iters < 0):
+        raise ValueError(f"train: check_iters must be an int >= 0 (iterations checked against the "
+                         f"oracle) or null (all), got {check_iters!r}")
+    if isinstance(eval_every, bool) or not isinstance(eval_every, int) or eval_every < 1:
+        raise ValueError(f"train: eval_every must be an int >= 1, got {eval_every!r}")
+    return check_iters, eval_every
 
 
 def wait_for_go(path, timeout: float) -> None:
@@ -201,7 +251,7 @@ def main(argv=None) -> int:
         print(f"worker rank {args.rank}: error: --nics names no interface", file=sys.stderr)
         return 1
     # Gloo reads this when it resolves addresses; without it rendezvous hangs in a Mininet
-    # host, whose hostname resolves outside its namespace (ENVIRONMENT.md).
+    # host, whose hostname resolves outside its namespace (docs/ENVIRONMENT.md).
     os.environ["GLOO_SOCKET_IFNAME"] = nics[0]
     log = None
     try:
