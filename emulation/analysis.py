@@ -33,6 +33,7 @@ from pathlib import Path
 from emulation import fluid
 from topologies.description import Topology
 from workloads.algorithms import base
+from workloads.worker import read_logs
 
 PAYLOAD_TOLERANCE = 0.03  # issue #2: measured within 3% of expected
 USED_FRACTION = 0.01  # a switch "carried gradient traffic" above 1% of the gradient bytes
@@ -90,13 +91,8 @@ def logged_flows(log_dir: Path, syncs: int) -> list:
     the capture covers them), summed per (src, dst, nic): the expected traffic of an
     algorithm whose bytes depend on the data (`Algorithm.data_dependent`)."""
     flows = []
-    for f in sorted(Path(log_dir).glob("rank*.jsonl")):
-        rank = int(f.stem[4:])
-        for line in f.read_text(errors="replace").splitlines():
-            try:
-                ev = json.loads(line)
-            except ValueError:
-                continue
+    for rank, events in read_logs(log_dir)[0].items():
+        for ev in events:
             if ev.get("event") == "iter" and ev.get("iter", syncs) < syncs:
                 flows += [base.Flow(rank, int(dst), int(nic), int(b), int(m)) for dst, nic, b, m in ev.get("sent", [])]
     return base.merge_flows(flows)
@@ -112,13 +108,8 @@ def sync_times(log_dir: Path, workers: int) -> dict:
     digests: dict[int, set] = {}
     stages = 0
     training: list = []
-    for f in sorted(Path(log_dir).glob("rank*.jsonl")):
-        rank = int(f.stem[4:])
-        for line in f.read_text(errors="replace").splitlines():
-            try:
-                ev = json.loads(line)
-            except ValueError:
-                continue
+    for rank, events in read_logs(log_dir)[0].items():
+        for ev in events:
             kind = ev.get("event")
             if kind == "iter":
                 t_done[ev["iter"]] = max(t_done.get(ev["iter"], float("-inf")), float(ev["t_done"]))

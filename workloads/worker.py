@@ -58,6 +58,35 @@ class EventLog:
         self._file.flush()
 
 
+def read_logs(log_dir) -> tuple[dict, dict]:
+    """The one reader of what `EventLog` wrote: ({rank: [event, ...]}, {rank: unparsable lines}).
+
+    A worker killed mid-write leaves a torn last line; it is skipped and counted. Used by the
+    analysis, the report and localtrain alike, so they read the same events."""
+    from pathlib import Path  # noqa: PLC0415
+
+    logs, bad = {}, {}
+    for path in Path(log_dir).glob("rank*.jsonl"):
+        suffix = path.stem[4:]
+        if not suffix.isdigit():
+            continue
+        rank, events, torn = int(suffix), [], 0
+        for line in path.read_text(errors="replace").splitlines():
+            if not line.strip():
+                continue
+            try:
+                event = json.loads(line)
+            except ValueError:
+                torn += 1
+                continue
+            if isinstance(event, dict):
+                events.append(event)
+        logs[rank] = events
+        if torn:
+            bad[rank] = torn
+    return dict(sorted(logs.items())), bad
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m workloads.worker", description=__doc__.splitlines()[0])
     parser.add_argument("--job", required=True, help="job.json written by the runner")

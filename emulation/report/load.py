@@ -61,24 +61,6 @@ def read_json(path: Path, problems: list, required: bool = False):
         return None
 
 
-def read_jsonl(path: Path, problems: list) -> list[dict]:
-    """Events of one worker log; a worker killed mid-write leaves a torn last line."""
-    events, bad = [], 0
-    for line in path.read_text(errors="replace").splitlines():
-        if not line.strip():
-            continue
-        try:
-            ev = json.loads(line)
-        except ValueError:
-            bad += 1
-            continue
-        if isinstance(ev, dict):
-            events.append(ev)
-    if bad:
-        problems.append(f"`{path.name}`: {bad} unparsable line(s) skipped")
-    return events
-
-
 def load_summary(folder: Path) -> dict:
     problems: list = []
     summary = read_json(folder / "summary.json", problems, required=True)
@@ -110,11 +92,10 @@ def load_topology(path: Path, problems: list) -> Topology | None:
 
 
 def load_worker_logs(workers: Path, problems: list) -> dict[int, list]:
-    logs = {}
-    for p in sorted(workers.glob("rank*.jsonl")):
-        m = re.fullmatch(r"rank(\d+)\.jsonl", p.name)
-        if m:
-            logs[int(m.group(1))] = read_jsonl(p, problems)
+    from workloads.worker import read_logs  # the one reader of the workers' logs
+
+    logs, bad = read_logs(workers)
+    problems += [f"`rank{rank}.jsonl`: {n} unparsable line(s) skipped" for rank, n in bad.items()]
     return logs
 
 
