@@ -236,22 +236,19 @@ def run_one(cfg: TrainConfig, run: Run, run_dir: Path) -> dict:
 
 
 def read_run(log_dir: Path, workers: int) -> dict:
-    """One run's record from its worker logs (pure over files): rank 0's curve, whether
-    every checked iteration of every rank was correct, and whether the ranks' final
-    parameters agree."""
+    """One run's record from its worker logs (pure over files, `worker.read_logs`): rank 0's
+    curve, whether every checked iteration of every rank was correct, and whether the
+    ranks' final parameters agree."""
+    from workloads.worker import read_logs  # noqa: PLC0415
+
+    logs, torn = read_logs(log_dir)
     curve = {"iter": [], "accuracy": [], "loss": []}
     checked, wrong, digests, errors, iterations, max_err = set(), [], {}, [], 0, 0.0
     t_first = t_last = None
-    for rank in range(workers):
-        path = log_dir / f"rank{rank}.jsonl"
-        if not path.exists():
-            errors.append(f"rank {rank}: no log")
-            continue
-        for line in path.read_text(errors="replace").splitlines():
-            try:
-                ev = json.loads(line)
-            except ValueError:
-                continue
+    errors += [f"rank {rank}: no log" for rank in range(workers) if rank not in logs]
+    errors += [f"rank {rank}: {n} torn log line(s)" for rank, n in torn.items()]
+    for rank, events in logs.items():
+        for ev in events:
             kind = ev.get("event")
             if kind == "iter":
                 if rank == 0:
@@ -368,16 +365,19 @@ def report_markdown(summary: dict) -> str:
               f"- model: `{cfg['model']}`, {summary['model_summary']}, trained on scikit-learn's digits "
               f"(1,437 training, 360 held-out images)",
               f"- {cfg['iters']} iterations, batch {cfg['batch']} per worker, SGD lr {cfg['lr']:g}"
-              + (f" x {cfg['lr_gamma']:g} at iterations {', '.join(map(str, cfg['lr_milestones']))}"
+              + (f" x {cfg['lr_gamma']:g} at iteration{'s' if len(cfg['lr_milestones']) > 1 else ''} "
+                 f"{', '.join(map(str, cfg['lr_milestones']))}"
                  if cfg["lr_milestones"] else "") + f", seed {cfg['seed']} (same initial model and data "
               f"order for every algorithm); held-out split evaluated by rank 0 every {cfg['eval_every']} "
               "iterations and after the last",
               "- localhost: Gloo on `lo`, one process per rank running `workloads.worker.main` (the "
               "emulation's worker code; forked once torch and the digits are loaded), "
-              f"{summary['cores']} cores; started {summary['started']}, took "
-              f"{summary['wall_seconds'] / 60:.1f} min, runs one after the other"
-              + (f", in {len(summary['sessions'])} sessions (stopped and resumed with --resume)"
-                 if len(summary.get("sessions") or []) > 1 else ""), "",
+              f"{summary['cores']} cores; started {summary['started']}; runs one after the other, "
+              f"{summary['runs_wall_seconds'] / 60:.1f} min in all (each run: first rank started to last "
+              "one ended)"
+              + (f"; the sessions ran {summary['wall_seconds'] / 60:.1f} min, stopped runs included "
+                 "(stopped while an emulation measured, resumed with --resume)"
+                 if summary["wall_seconds"] > summary["runs_wall_seconds"] + 60 else ""), "",
               "## Final held-out accuracy", "",
               "| algorithm | " + " | ".join(f"P={p}" for p in ps) + " |",
               "|---|" + "---|" * len(ps)]
@@ -392,7 +392,9 @@ def report_markdown(summary: dict) -> str:
         lines.append(f"| {spec} | " + " | ".join(
             f"{by[(spec, p)]['final_loss']:.3f}" if (spec, p) in by and by[(spec, p)]["final_loss"] is not None
             else "-" for p in ps) + " |")
+    images = summary.get("held_out_images")
     lines += ["", f"## Against dense (target: within {TARGET_PP:g} percentage point)", "",
+              *([f"One held-out image is {100 / images:.2f} pp of the {images}.", ""] if images else []),
               "| algorithm | P | final accuracy - dense's | within target |", "|---|---|---|---|"]
     for c in summary["comparison"]:
         lines.append(f"| {c['spec']} | {c['workers']} | {c['gap_pp']:+.1f} pp | "
@@ -430,6 +432,8 @@ def report_markdown(summary: dict) -> str:
 
 def write_outputs(out: Path, summary: dict) -> None:
     summary["comparison"] = compare(summary["runs"])
+    # the runs' own time, without attempts stopped before a resume
+    summary["runs_wall_seconds"] = round(sum(r["wall_seconds"] for r in summary["runs"]), 1)
     title = (f"{summary['config']['model']} on digits: held-out accuracy and loss"
              + (" (dotted: lr x {:g})".format(summary["config"]["lr_gamma"]) if summary["config"]["lr_milestones"]
                 else ""))
@@ -471,6 +475,7 @@ def _open_results(cfg: TrainConfig, runs: list, resume) -> tuple[Path, dict]:
                "started": time.strftime("%Y-%m-%dT%H:%M:%S"), "finished": None, "wall_seconds": 0.0,
                "sessions": [], "cores": os.cpu_count(), "config": asdict(cfg),
                "model_summary": models.TRAIN_MODELS[cfg.model].summary,
+               "held_out_images": int(models.DigitsTrainer(0, 1, cfg.seed, 1, cfg.model).y_test.numel()),
                "parameters": sum(layer[1] for layer in runs[0].layers) if runs else 0, "runs": []}
     return out, summary
 

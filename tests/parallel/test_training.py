@@ -188,6 +188,14 @@ def test_localtrain_writes_summary_report_and_plot(tmp_path):
     assert (out / "convergence.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     report = (out / "report.md").read_text()
     assert "| algorithm | P=2 |" in report and "| ring (dense) |" in report and "convergence.png" in report
+    # a resumed session keeps the finished runs and runs nothing again
+    again = subprocess.run([sys.executable, "-m", "emulation.localtrain", str(config), "--resume", str(out)],
+                           cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True,
+                           text=True, timeout=60)
+    assert again.returncode == 0, again.stderr
+    assert sum(line.endswith("(kept)") for line in again.stdout.splitlines()) == 2
+    resumed = json.loads((out / "summary.json").read_text())
+    assert resumed["runs"] == summary["runs"] and [s["runs"] for s in resumed["sessions"]] == [2, 0]
 
 
 def test_localtrain_refuses_a_bad_spec_before_starting_anything(tmp_path):
