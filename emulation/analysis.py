@@ -31,6 +31,7 @@ import tempfile
 from pathlib import Path
 
 from emulation import fluid
+from emulation.expected import bound_seconds, expected_nic_bytes, expected_port_bytes  # noqa: F401 (re-exported)
 from topologies.description import Topology
 from workloads.algorithms import base
 from workloads.worker import read_logs
@@ -43,42 +44,6 @@ MAX_WORKER_WAIT = 0.50  # the same, mean per worker (summed over its threads)
 
 
 # ---- pure parts -------------------------------------------------------------------
-def expected_nic_bytes(topo: Topology, hosts: list, flows: list, syncs: int = 1) -> dict:
-    """host NIC -> {"tx", "rx"} payload bytes of `syncs` syncs, laid onto the routes."""
-    out = {n.name: {"tx": 0, "rx": 0} for h in hosts for n in topo.host_nics(h)}
-    for f in flows:
-        dst_ip = topo.host_nics(hosts[f.dst])[f.nic].ip
-        b = f.payload * syncs
-        for tx, rx in topo.route(hosts[f.src], dst_ip):
-            if tx in out or topo.nodes[topo.intfs[tx].node].kind == "host":
-                out.setdefault(tx, {"tx": 0, "rx": 0})["tx"] += b
-            if rx in out or topo.nodes[topo.intfs[rx].node].kind == "host":
-                out.setdefault(rx, {"tx": 0, "rx": 0})["rx"] += b
-    return out
-
-
-def expected_port_bytes(topo: Topology, hosts: list, flows: list, syncs: int = 1) -> dict:
-    """switch port -> {"rx" (into the switch), "tx" (out of it)} payload bytes."""
-    out = {i.name: {"tx": 0, "rx": 0} for i in topo.intfs.values() if topo.nodes[i.node].kind == "switch"}
-    for f in flows:
-        dst_ip = topo.host_nics(hosts[f.dst])[f.nic].ip
-        for tx, rx in topo.route(hosts[f.src], dst_ip):
-            if tx in out:  # a switch egress
-                out[tx]["tx"] += f.payload * syncs
-            if rx in out:  # a switch ingress
-                out[rx]["rx"] += f.payload * syncs
-    return out
-
-
-def bound_seconds(topo: Topology, per_sync: dict) -> float:
-    """Largest expected bytes / bandwidth over the given interfaces and directions."""
-    worst = 0.0
-    for intf, d in per_sync.items():
-        bw = topo.link_of(intf).bw * 1e6 / 8
-        worst = max(worst, d["tx"] / bw, d["rx"] / bw)
-    return worst
-
-
 def switches_expected(topo: Topology, ports: dict, floor: float) -> list:
     per = {}
     for name, d in ports.items():

@@ -108,7 +108,7 @@ def main(argv=None) -> int:
     except ValueError as e:
         print(f"fluid: {e}", file=sys.stderr)
         return 2
-    from emulation.analysis import bound_seconds, expected_port_bytes
+    from emulation.expected import bound_seconds, expected_port_bytes
 
     steps = algo.steps(plan)
     bound = bound_seconds(topo, expected_port_bytes(topo, hosts, algo.traffic(plan)))

@@ -447,7 +447,7 @@ def project(req: Request | Prepared, topo: Topology | None = None, inspect: bool
     """One simulated run: a summary.json run record (the emulation's names) plus simulator facts.
 
     With `inspect`, the record also holds `_sim`, `_platform`, `_steps` (for the tests)."""
-    from emulation import analysis, fluid
+    from emulation import expected as analysis, fluid  # pure: expected bytes and the bound
 
     t0 = time.perf_counter()
     p = req if isinstance(req, Prepared) else prepare(req, topo)
