@@ -51,19 +51,19 @@ def switches_expected(topo: Topology, ports: dict, floor: float) -> list:
     return sorted(s for s, b in per.items() if b >= floor)
 
 
-def logged_flows(log_dir: Path, syncs: int) -> list:
+def logged_flows(log_dir: Path, syncs: int, logs: dict | None = None) -> list:
     """The flows the ranks handed to `Comm.send` in iterations 0..syncs-1 (warmup included, as
     the capture covers them), summed per (src, dst, nic): the expected traffic of an
     algorithm whose bytes depend on the data (`Algorithm.data_dependent`)."""
     flows = []
-    for rank, events in read_logs(log_dir)[0].items():
+    for rank, events in (logs if logs is not None else read_logs(log_dir)[0]).items():
         for ev in events:
             if ev.get("event") == "iter" and ev.get("iter", syncs) < syncs:
                 flows += [base.Flow(rank, int(dst), int(nic), int(b), int(m)) for dst, nic, b, m in ev.get("sent", [])]
     return base.merge_flows(flows)
 
 
-def sync_times(log_dir: Path, workers: int) -> dict:
+def sync_times(log_dir: Path, workers: int, logs: dict | None = None) -> dict:
     """Per-iteration sync and iteration times from the worker logs (warmup excluded)."""
     per_iter: dict[int, list] = {}
     worker_ranks: dict[int, set] = {}  # iter -> worker ranks that logged it (servers excluded)
@@ -73,7 +73,7 @@ def sync_times(log_dir: Path, workers: int) -> dict:
     digests: dict[int, set] = {}
     stages = 0
     training: list = []
-    for rank, events in read_logs(log_dir)[0].items():
+    for rank, events in (logs if logs is not None else read_logs(log_dir)[0]).items():
         for ev in events:
             kind = ev.get("event")
             if kind == "iter":
@@ -299,14 +299,15 @@ def analyze_run(run_dir: Path) -> dict:
     hosts, workers = job["hosts"], job["workers"]
     elements = sum(layer[1] for layer in job["model"]["layers"])
     m_bytes = elements * base.DTYPE_BYTES
-    times = sync_times(run_dir / "workers", workers)
+    logs = read_logs(run_dir / "workers")[0]  # read once: sync times and logged bytes both need them
+    times = sync_times(run_dir / "workers", workers, logs)
     planned = job["iters"] + job["warmup"]
     # a run that stopped part way is judged over the syncs every worker finished
     syncs = min(planned, times["complete_syncs"])
     partial = syncs < planned
     flows = algo.traffic(job["plan"])
     if algo.data_dependent:  # the bytes are what the ranks logged they sent, iteration by iteration
-        logged = logged_flows(run_dir / "workers", syncs)
+        logged = logged_flows(run_dir / "workers", syncs, logs)
         expected = expected_nic_bytes(topo, hosts, logged, 1)
         ports_expected = expected_port_bytes(topo, hosts, logged, 1)
         per_sync = {k: {d: v[d] / max(syncs, 1) for d in v} for k, v in expected.items()}

@@ -158,6 +158,11 @@ def execute(plan: dict, comm, grads, state):
     return result
 
 
+def describe(plan: dict) -> dict:
+    """What summary.json keeps of a sparse plan (topk and gtopk alike)."""
+    return {"density": plan["density"], "k": plan["k"]}
+
+
 def reference(plan: dict, inputs, memory: dict):
     """What every worker must hold: `sparse.reference_topk` over every rank's acc, residuals kept."""
     residuals = reference_memory(memory, len(inputs), plan["elements"])
@@ -174,5 +179,5 @@ ALGORITHM = Algorithm(
             "(Shi et al. 2019's baseline)",
     plan=plan, traffic=traffic, execute=execute, validate=validate, phases=phases, options=OPTIONS,
     reference=reference, data_dependent=False,
-    describe=lambda plan: {"density": plan["density"], "k": plan["k"]},
+    describe=describe,
 )
