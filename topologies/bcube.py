@@ -19,14 +19,19 @@ preferred source, so both ends of a connection use the same level's addresses.
 """
 from __future__ import annotations
 
-from .description import Intf, Node, Route, Topology, mac_from_ip
+from .description import Intf, Node, Route, Topology, intf_name, mac_from_ip
 
 MAX_N = 16  # one hex digit per level in the names
 
 
 def digits(i: int, n: int, k: int) -> tuple[int, ...]:
     """Server id -> (a_{k-1}, ..., a_0)."""
-    return tuple((i // n**l) % n for l in reversed(range(k)))
+    return tuple(digit(i, l, n) for l in reversed(range(k)))
+
+
+def digit(i: int, level: int, n: int) -> int:
+    """Digit `level` (a_level) of server i."""
+    return (i // n**level) % n
 
 
 def server_id(ds: tuple[int, ...], n: int) -> int:
@@ -80,9 +85,9 @@ def build(n: int, k: int, bw: float, link_bw: dict | None = None) -> Topology:
             for a in range(n):
                 i = neighbour(first, level, a, n)
                 ip = server_ip(i, level)
-                h = Intf(f"{server_name(i, n, k)}-eth{level}", server_name(i, n, k), level,
+                h = Intf(intf_name(server_name(i, n, k), level), server_name(i, n, k), level,
                          ip, 16, mac_from_ip(ip))
-                s = Intf(f"{name}-eth{a + 1}", name, a + 1)
+                s = Intf(intf_name(name, a + 1), name, a + 1)
                 cls = f"level{level}"
                 t.add_link(h, s, cls, link_bw.get(cls, bw))
     for i in range(N):
@@ -93,7 +98,7 @@ def build(n: int, k: int, bw: float, link_bw: dict | None = None) -> Topology:
                 j = neighbour(i, level, a, n)
                 if j != i:
                     ip = server_ip(j, level)
-                    arp.append((ip, mac_from_ip(ip), f"{host}-eth{level}"))
+                    arp.append((ip, mac_from_ip(ip), intf_name(host, level)))
         di = digits(i, n, k)
         for d in range(N):
             if d == i:
@@ -108,7 +113,7 @@ def build(n: int, k: int, bw: float, link_bw: dict | None = None) -> Topology:
                 # src: a connection to a level-m address speaks from our level-m address
                 # (Gloo does not bind the source when it connects), so replies are
                 # addressed on level m too, not to the NIC this hop leaves from
-                routes.append(Route(f"{server_ip(d, m)}/32", server_ip(hop, lv), f"{host}-eth{lv}",
+                routes.append(Route(f"{server_ip(d, m)}/32", server_ip(hop, lv), intf_name(host, lv),
                                     server_ip(i, m)))
         t.routes[host] = routes
         t.arp[host] = arp

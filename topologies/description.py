@@ -32,6 +32,17 @@ class Node:
     coords: tuple = ()  # the structure encoded in the name: BCube digits, (pod, sw, id)
 
 
+def intf_name(node: str, port: int) -> str:
+    """Mininet's interface name: "<node>-eth<port>" (the one place that spells it)."""
+    return f"{node}-eth{port}"
+
+
+def intf_node(name: str) -> str:
+    """The node of an interface name ("h0_0_2-eth0" -> "h0_0_2"); "" when it is not one."""
+    node, sep, port = name.rpartition("-eth")
+    return node if sep and port.isdigit() else ""
+
+
 @dataclass(frozen=True)
 class Intf:
     name: str  # Mininet interface name "<node>-eth<port>"

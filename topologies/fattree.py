@@ -13,7 +13,7 @@ Link classes: "host" (host-edge), "edge-agg", "agg-core".
 """
 from __future__ import annotations
 
-from .description import Intf, Node, Topology, mac_from_ip
+from .description import Intf, Node, Topology, intf_name, mac_from_ip
 
 
 def build(k: int, bw: float, link_bw: dict | None = None) -> Topology:
@@ -34,24 +34,24 @@ def build(k: int, bw: float, link_bw: dict | None = None) -> Topology:
             for i in range(2, h + 2):
                 ip = f"10.{p}.{e}.{i}"
                 host = t.add_node(Node(f"h{p}_{e}_{i}", "host", "server", coords=(p, e, i)))
-                t.add_link(Intf(f"{host.name}-eth0", host.name, 0, ip, 8, mac_from_ip(ip)),
-                           Intf(f"{edge.name}-eth{i - 1}", edge.name, i - 1), "host", bw_of("host"))
+                t.add_link(Intf(intf_name(host.name, 0), host.name, 0, ip, 8, mac_from_ip(ip)),
+                           Intf(intf_name(edge.name, i - 1), edge.name, i - 1), "host", bw_of("host"))
         for a in range(h, k):
             t.add_node(Node(f"a{p}_{a}", "switch", "agg", (p << 16) | (a << 8) | 1, (p, a, 1)))
         for e in range(h):
             for a in range(h, k):
-                t.add_link(Intf(f"e{p}_{e}-eth{a + 1}", f"e{p}_{e}", a + 1),
-                           Intf(f"a{p}_{a}-eth{e + 1}", f"a{p}_{a}", e + 1), "edge-agg", bw_of("edge-agg"))
+                t.add_link(Intf(intf_name(f"e{p}_{e}", a + 1), f"e{p}_{e}", a + 1),
+                           Intf(intf_name(f"a{p}_{a}", e + 1), f"a{p}_{a}", e + 1), "edge-agg", bw_of("edge-agg"))
     for j in range(1, h + 1):
         for i in range(1, h + 1):
             core = t.add_node(Node(f"c{j}_{i}", "switch", "core", (k << 16) | (j << 8) | i, (k, j, i)))
             for p in range(k):
                 a = h + j - 1
-                t.add_link(Intf(f"a{p}_{a}-eth{h + i}", f"a{p}_{a}", h + i),
-                           Intf(f"{core.name}-eth{p + 1}", core.name, p + 1), "agg-core", bw_of("agg-core"))
+                t.add_link(Intf(intf_name(f"a{p}_{a}", h + i), f"a{p}_{a}", h + i),
+                           Intf(intf_name(core.name, p + 1), core.name, p + 1), "agg-core", bw_of("agg-core"))
     hosts = t.hosts()
     for host in hosts:
-        me = f"{host}-eth0"
+        me = intf_name(host, 0)
         t.routes[host] = []
-        t.arp[host] = [(t.intfs[f"{o}-eth0"].ip, t.intfs[f"{o}-eth0"].mac, me) for o in hosts if o != host]
+        t.arp[host] = [(t.intfs[intf_name(o, 0)].ip, t.intfs[intf_name(o, 0)].mac, me) for o in hosts if o != host]
     return t

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 from . import bcube, fattree
+from workloads.specs import parse_spec
+
 from .description import Topology
 
 # name -> (builder, {param: default}); the registry the CLI and `mn --custom` read
@@ -22,17 +24,19 @@ MIN_MBPS = 0.001
 
 def parse(spec: str) -> tuple[str, dict]:
     """'bcube,n=4,k=2' -> ('bcube', {'n': 4, 'k': 2}); unknown names or params raise."""
-    parts = [p.strip() for p in str(spec).split(",") if p.strip()]
-    if not parts:
+    if not str(spec).strip():
         raise ValueError(f"empty topology spec; valid: {', '.join(examples())}")
-    kind = parts[0].lower().replace("-", "")
+    try:
+        name, options = parse_spec(spec, "topology")
+    except ValueError as e:
+        raise ValueError(f"{e}; valid: {', '.join(examples())}") from None
+    kind = name.replace("-", "")
     if kind not in BUILDERS:
-        raise ValueError(f"unknown topology {parts[0]!r}; valid: {', '.join(examples())}")
+        raise ValueError(f"unknown topology {name!r}; valid: {', '.join(examples())}")
     params = dict(BUILDERS[kind][1])
-    for p in parts[1:]:
-        key, _, val = p.partition("=")
-        if key not in params or not val:
-            raise ValueError(f"bad parameter {p!r} for {kind}; valid: {', '.join(examples())}")
+    for key, val in options.items():
+        if key not in params:
+            raise ValueError(f"bad parameter '{key}={val}' for {kind}; valid: {', '.join(examples())}")
         try:
             params[key] = int(val)
         except ValueError:

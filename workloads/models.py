@@ -61,6 +61,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from workloads.specs import parse_spec
+
 DTYPE_BYTES = 4  # float32 gradients everywhere
 MIB = 1 << 20
 CACHE_FORMAT = 1  # bump when the profile method changes, so old cache entries are ignored
@@ -508,20 +510,12 @@ def _bad(spec: str, what: str) -> ValueError:
 
 
 def _parse(spec: str) -> tuple:
-    """`'name,k=v,...'` -> (name, {k: v}); syntax errors only, values stay strings."""
-    if not isinstance(spec, str) or not spec.strip():
-        raise _bad(str(spec), "empty spec")
-    name, *items = [part.strip() for part in spec.strip().split(",")]
-    options = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        key, value = key.strip(), value.strip()
-        if not sep or not key or not value:
-            raise _bad(spec, f"option {item!r} is not key=value")
-        if key in options:
-            raise _bad(spec, f"option {key!r} given twice")
-        options[key] = value
-    return name.lower(), options
+    """`'name,k=v,...'` -> (name, {k: v}): the one spec parser (workloads/specs.py), with the
+    valid model specs listed on a syntax error."""
+    try:
+        return parse_spec(spec, "model")
+    except ValueError as e:
+        raise _bad(str(spec), str(e).split(": ", 1)[-1] if ": " in str(e) else "empty spec") from None
 
 
 def _number(spec: str, key: str, value: str, kind, minimum, strict: bool):

@@ -19,7 +19,7 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from topologies.description import Topology
+from topologies.description import Topology, intf_name
 
 MB = 2**20  # gradient and payload sizes are reported in MiB ("MB", as the model specs)
 
@@ -210,7 +210,7 @@ def nic_label(host: str | None, rank: int, nic) -> str:
     if isinstance(nic, str) and nic:
         return nic
     if host:
-        return f"{host}-eth{nic if nic is not None else 0}"
+        return intf_name(host, nic if nic is not None else 0)
     return f"rank{rank} nic{nic if nic is not None else 0}"
 
 

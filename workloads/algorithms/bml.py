@@ -45,6 +45,7 @@ from functools import lru_cache
 
 import torch
 
+from topologies.bcube import digit, digits, neighbour, switch_name
 from workloads.algorithms.base import DTYPE_BYTES, Algorithm, Flow, GroupSpec, Option, check_options, merge_flows, split
 from workloads.gradients import as_flat
 
@@ -52,21 +53,9 @@ OPTIONS = ("n", "k")  # BCube shape for localhost runs without a topology
 AGGREGATE, BROADCAST = "aggregate", "broadcast"
 
 
-# --- BCube arithmetic (same digit convention as topologies/bcube.py) ---------------------
-def digit(i: int, level: int, n: int) -> int:
-    return (i // n**level) % n
-
-
-def neighbour(i: int, level: int, d: int, n: int) -> int:
-    """Server i with digit `level` replaced by d (topologies.bcube.neighbour)."""
-    p = n**level
-    return i - ((i // p) % n) * p + d * p
-
-
+# --- BCube arithmetic: the topology's own (topologies/bcube.py), one copy ---------------
 def switch_id(i: int, level: int, n: int, k: int) -> str:
     """Group id of the level-`level` switch of server i: the switch's name in the topology."""
-    from topologies.bcube import digits, switch_name  # noqa: PLC0415 (names only)
-
     return "bml-" + switch_name(level, digits(i, n, k), k)
 
 
