@@ -235,13 +235,18 @@ def pcap_until(src: Path, dst: Path, t_end: float) -> int:
     return kept
 
 
-def measured_from_capture(topo: Topology, run_dir: Path, gradient_bytes: int, pcap: Path | None = None) -> dict:
+def measured_from_capture(topo: Topology, run_dir: Path, gradient_bytes: int, pcap: Path | None = None,
+                          exclude_ports=()) -> dict:
+    """Gradient payload per switch port and host NIC from the capture; TCP on `exclude_ports`
+    (background flows) is left out of it and counted apart, per port, in `background`."""
     from emulation.pcap import read_counts
 
     ifmap = {int(k): v for k, v in (_load(run_dir / "ifindex.json", {}) or {}).items()}
-    counts = read_counts(pcap or run_dir / "capture.pcap", networks=["10.0.0.0/8"], series_bin=SERIES_BIN)
+    counts = read_counts(pcap or run_dir / "capture.pcap", networks=["10.0.0.0/8"], series_bin=SERIES_BIN,
+                         exclude_ports=exclude_ports)
     ports: dict = {}
     wire: dict = {}
+    other: dict = {}
     for (ifindex, d), c in counts.per_if.items():
         name = ifmap.get(ifindex)
         if name is None or d not in ("rx", "tx"):
@@ -252,6 +257,8 @@ def measured_from_capture(topo: Topology, run_dir: Path, gradient_bytes: int, pc
         wire[name][d] += int(c["wire_bytes"])
         wire[name]["payload"] += int(c["payload_bytes"])
         wire[name]["retrans"] += int(c.get("retrans_bytes", 0))
+        if c.get("excluded_payload_bytes"):
+            other.setdefault(name, {"tx": 0, "rx": 0})[d] += int(c["excluded_payload_bytes"])
     # a host NIC's tx is what its switch port received, and the other way round
     nics = {}
     for intf in topo.intfs.values():
@@ -279,7 +286,30 @@ def measured_from_capture(topo: Topology, run_dir: Path, gradient_bytes: int, pc
                        "busy_mean_mbps": round(mean_busy, 3), "peak_ratio": round(peak / bw, 4),
                        "payload_bytes": int(series.sum())}
     return {"nics": nics, "ports": ports, "wire": wire, "switches_used": used, "busiest": busiest,
-            "packets": counts.packets_total}
+            "packets": counts.packets_total, "background": other,
+            "seconds": (counts.t_last - counts.t_first) if counts.t_first is not None else None}
+
+
+def background_summary(topo: Topology, flows: list, meas: dict) -> dict:
+    """What the background flows put on the links, from the capture (their bytes are not
+    gradient bytes): per flow the payload its source host sent (the rx of the switch port
+    facing the source's NIC 0, summed over the flows sharing that source) and its mean rate
+    over the capture; the busiest link's background bytes."""
+    ports = meas.get("background") or {}
+    secs = meas.get("seconds") or 0
+    per_src: dict = {}
+    for f in flows:
+        per_src.setdefault(f["src"], []).append(f)
+    out = []
+    for src, fs in per_src.items():
+        port = topo.peer(topo.host_nics(src)[0].name).name
+        sent = ports.get(port, {}).get("rx", 0)
+        out.append({"src": src, "dst": [f["dst"] for f in fs], "mbps_asked": [f.get("mbps") for f in fs],
+                    "bytes": sent, "mbps_mean": round(sent * 8 / secs / 1e6, 3) if secs else None})
+    busiest = max(ports.items(), key=lambda kv: kv[1]["rx"] + kv[1]["tx"], default=None)
+    return {"flows": out, "bytes_sent": sum(o["bytes"] for o in out),
+            "busiest_link": ({"intf": busiest[0], **busiest[1]} if busiest else None),
+            "link_bytes": ports, "capture_seconds": round(secs, 3) if secs else None}
 
 
 class NotARunFolder(ValueError):
@@ -369,7 +399,8 @@ def analyze_run(run_dir: Path) -> dict:
                 cut = Path(name)
                 pcap_until(pcap, cut, times["complete_until"])
                 rec["capture_cut_at"] = times["complete_until"]
-            meas = measured_from_capture(topo, run_dir, floor_bytes, cut)
+            meas = measured_from_capture(topo, run_dir, floor_bytes, cut,
+                                         exclude_ports=[f["port"] for f in job.get("background") or []])
         finally:
             if cut:
                 cut.unlink(missing_ok=True)
@@ -394,6 +425,8 @@ def analyze_run(run_dir: Path) -> dict:
             "capture_vs_counters": tot_wire / cnt if cnt and not cut else None,
             "packets_captured": meas["packets"],
         })
+        if job.get("background"):
+            rec["background"] = background_summary(topo, job["background"], meas)
     fid = fidelity(_load(run_dir / "calibration.json"), _load(run_dir / "cpu.json"), capture, busiest)
     (run_dir / "fidelity.json").write_text(json.dumps(fid, indent=1))
     rec["fidelity"] = fid
@@ -404,3 +437,27 @@ def analyze_run(run_dir: Path) -> dict:
     elif partial and rec["error"] and "iterations completed" not in rec["error"]:
         rec["error"] += f"; {times['complete_iters']} of {job['iters']} iterations completed"
     return rec
+
+
+def main(argv=None) -> int:
+    """`python -m emulation.analysis RUN_DIR --out FILE`: the runner's background analysis of
+    one run: {"ok": true, "rec": ...} or {"ok": false, "error", "traceback"} in FILE."""
+    import argparse  # noqa: PLC0415
+    import traceback  # noqa: PLC0415
+
+    ap = argparse.ArgumentParser(prog="python -m emulation.analysis", description=main.__doc__.splitlines()[0])
+    ap.add_argument("run_dir")
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args(argv)
+    try:
+        result = {"ok": True, "rec": analyze_run(Path(args.run_dir))}
+    except Exception as e:  # noqa: BLE001 - the runner reports it with the run
+        result = {"ok": False, "error": f"{type(e).__name__}: {e}".splitlines()[0], "traceback": traceback.format_exc()}
+    tmp = Path(args.out).with_suffix(".tmp")
+    tmp.write_text(json.dumps(result, default=str))
+    tmp.replace(args.out)
+    return 0 if result["ok"] else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

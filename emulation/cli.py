@@ -79,7 +79,7 @@ def cmd_run(args) -> int:
                           calibrate=False if args.no_calibrate else None,
                           capture=False if args.no_capture else None,
                           crash=_crash(args.inject_crash), link_down=_link_down(args.link_down),
-                          link_bw=_link_bw(args.link_bw))
+                          link_bw=_link_bw(args.link_bw), background=args.background)
         specs = cfg.topologies if isinstance(cfg.topologies, (list, tuple, dict)) else [cfg.topologies]
         for spec in dict.fromkeys(specs):  # before anything is built: sizes first
             problem = emulation_problem(spec)
@@ -315,6 +315,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--placement", help="ordered | spread")
     r.add_argument("--link-bw", action="append", metavar="KEY=MBPS",
                    help="bandwidth of a link class, a host's links or one interface's link (repeatable)")
+    r.add_argument("--background", action="append", metavar="SRC:DST[:MBPS]",
+                   help="a background flow (iperf3) between two hosts that run no worker, at MBPS or "
+                        "unlimited (repeatable); its bytes are kept apart from gradient bytes")
     r.add_argument("--ecmp", help="hash (per-pair, collisions like real ECMP) | two-level (Al-Fares, balanced)")
     r.add_argument("--out", help="results folder (default results/)")
     r.add_argument("--no-calibrate", action="store_true")

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import yaml
 
+from emulation import background
 from topologies import spec as topo_spec
 from workloads.algorithms import base
 
@@ -49,12 +50,15 @@ class RunConfig:
     timeout: float = 300.0  # seconds per (topology, algorithm) run, workers included
     calibrate: bool = True
     capture: bool = True
+    reuse_workers: bool = True  # one worker process per rank for all runs on the same hosts (workers.Pool)
+    analyse_in_background: bool = True  # a run's analysis overlaps the next run's measurement (nice 19)
     mtu: int = 9000
     options: dict = field(default_factory=dict)  # algorithm name -> its options
     out: str = "results"
     crash: dict | None = None  # fault injection: {"rank": r, "iter": i}
     link_down: dict | None = None  # fault injection: {"link": "h00-eth1", "after_s": 2}
     description: str = ""
+    background: object = None  # concurrent jobs: flows SRC:DST[:MBPS] between non-worker hosts (emulation/background.py)
     sparsity: dict | None = None  # synthetic gradients with zero blocks: {block, zero_blocks, zero_entries}
     # the real cluster a run stands for, by its all-reduce cost model (MG-WFBP's a, b): the
     # runner measures the emulated a, b and scales sizes and compute to it (linkmodel.stand_in)
@@ -130,6 +134,7 @@ class PlannedRun:
     options: dict = field(default_factory=dict)  # the raw options the spec gave
     size_scale: float = 1.0  # the model's sizes were divided by this (time dilation)
     link: object = None  # the measured LinkModel once the runner has it (re-planning)
+    background: list = field(default_factory=list)  # background.parse flows, started around the workers
 
     @property
     def label(self) -> str:
@@ -158,6 +163,7 @@ def validate(cfg: RunConfig) -> list[PlannedRun]:
     from workloads.gradients import check_sparsity
 
     check_sparsity(cfg.sparsity)
+    flows = background.parse(cfg.background)
     if cfg.placement not in PLACEMENTS:
         raise ValueError(f"placement {cfg.placement!r} is unknown; valid: {', '.join(PLACEMENTS)}")
     for spec, algos in cfg.matrix():
@@ -195,6 +201,8 @@ def validate(cfg: RunConfig) -> list[PlannedRun]:
             hosts = place(topo, workers + servers, cfg.placement)
             run = PlannedRun(len(runs) + 1, topo, a, hosts, workers, servers, {}, model,
                              spec=base.spec_of(a, raw), options=raw, size_scale=float(cfg.size_scale))
+            background.check(flows, topo, hosts)
+            run.background = [dict(f) for f in flows]
             _, run.plan = base.plan_for(a, run.context())
             runs.append(run)
     if cfg.link_down:

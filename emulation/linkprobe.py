@@ -36,8 +36,10 @@ def probe_sizes(max_bytes: int) -> list[int]:
     return sizes
 
 
-def measure(net, topo, hosts: list, out_dir: Path, state, max_bytes: int, timeout: float, log=print) -> dict:
-    """Run the probe on `hosts` (rank order) and return {"model": LinkModel dict, "points", ...}."""
+def measure(net, topo, hosts: list, out_dir: Path, state, max_bytes: int, timeout: float, log=print,
+            pool=None) -> dict:
+    """Run the probe on `hosts` (rank order) and return {"model": LinkModel dict, "points", ...};
+    with `pool` (a workers.Pool on those hosts), by its processes, which the runs then reuse."""
     from emulation.workers import Workers
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -52,7 +54,7 @@ def measure(net, topo, hosts: list, out_dir: Path, state, max_bytes: int, timeou
     log(f"  link probe: ring all-reduce of {', '.join(f'{s >> 10} KiB' for s in sizes)} x {REPS} "
         f"on {len(hosts)} workers")
     t0 = time.time()
-    workers = Workers(net, SimpleNamespace(hosts=hosts, topology=topo), path, out_dir, state, log=log)
+    workers = Workers(net, SimpleNamespace(hosts=hosts, topology=topo), path, out_dir, state, log=log, pool=pool)
     try:
         workers.start()
         workers.wait_connected(timeout)

@@ -51,7 +51,9 @@ iface=None) -> PcapCounts``
     sequence wraparound handled; see below). ``retrans_bytes`` is
     ``payload_bytes - unique_payload_bytes`` (>= 0): bytes seen more than once, e.g.
     the segments a switch queue dropped further on, re-sent through this port.
-  - ``excluded_packets``: TCP segments dropped by ``exclude_ports`` / ``networks``.
+  - ``excluded_packets``: TCP segments dropped by ``exclude_ports`` / ``networks``;
+    ``excluded_payload_bytes``: their payload (retransmissions included), e.g. the
+    background flows the runner keeps apart from gradient bytes by port.
   - ``other_packets``: everything else (ARP, non-TCP, IPv6, non-first IPv4
     fragments, TCP whose headers were not captured); never counted as payload.
 
@@ -147,7 +149,7 @@ class PcapCounts:
 def _empty_stats() -> dict:
     return {"packets": 0, "wire_bytes": 0, "tcp_packets": 0, "tcp_wire_bytes": 0,
             "payload_bytes": 0, "unique_payload_bytes": 0, "retrans_bytes": 0,
-            "excluded_packets": 0, "other_packets": 0}
+            "excluded_packets": 0, "excluded_payload_bytes": 0, "other_packets": 0}
 
 
 def _parse_networks(networks) -> list[tuple[int, int]]:
@@ -349,6 +351,10 @@ class _Reader:
         cnt = np.bincount(code, minlength=nk * 3)
         wsum = np.bincount(code, weights=wire, minlength=nk * 3)
         psum = np.bincount(kidx, weights=payload_sel, minlength=nk)
+        excl = tcp & ~sel
+        xsum = (np.bincount(kidx, weights=np.where(excl, payload, 0), minlength=nk) if excl.any()
+                else np.zeros(nk))
+        xsum = np.rint(xsum).astype(np.int64).tolist()
         cnt = cnt.tolist()
         wsum = np.rint(wsum).astype(np.int64).tolist()
         psum = np.rint(psum).astype(np.int64).tolist()
@@ -356,11 +362,12 @@ class _Reader:
         for i, k in enumerate(keys.tolist()):
             a = acc.get(k)
             if a is None:
-                a = acc[k] = [0] * 7
+                a = acc[k] = [0] * 8
             j = 3 * i
             a[0] += cnt[j]; a[1] += cnt[j + 1]; a[2] += cnt[j + 2]
             a[3] += wsum[j]; a[4] += wsum[j + 1]; a[5] += wsum[j + 2]
             a[6] += psum[i]
+            a[7] += xsum[i]
         self.packets += n
 
         seg = np.flatnonzero(sel & (payload > 0))
@@ -590,6 +597,7 @@ class _Reader:
             st["retrans_bytes"] = a[6] - st["unique_payload_bytes"]
             retrans_total += st["retrans_bytes"]
             st["excluded_packets"] = a[1]
+            st["excluded_payload_bytes"] = a[7]
             st["other_packets"] = a[2]
             per_if[self._key(k)] = st
         units = 1_000_000_000 if self.nanosecond else 1_000_000

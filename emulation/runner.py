@@ -2,7 +2,12 @@
 
 Order per topology: Ryu (127.0.0.1) -> Mininet network (OVS userspace, tc) -> wait
 until every switch has its routes -> all-pairs reachability -> link calibration;
-then per algorithm: capture on -> workers -> workers done -> capture off -> analysis.
+then per algorithm: background flows -> workers -> capture on -> iterations -> workers done
+-> background off -> capture off -> analysis. Throughput (issue #6 §6): the runs of a
+topology that use the same hosts share one pool of worker processes (Python and torch
+start once, `workers.Pool`), and a run that ended well is analysed by a child process at
+nice 19 while the next run measures (`_analyse_later`; collected before the next analysis,
+at the end of the experiment, or in the teardown).
 Whatever happens (success, a worker crash, a timeout, SIGINT/Ctrl-C or SIGTERM), `finally`
 stops the workers, the capture, the network and the controller, and undoes anything
 recorded in the run's State. Partial results stay, marked "failed": a run stopped part
@@ -12,7 +17,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import signal
+import subprocess
+import sys
 import time
 import traceback
 from pathlib import Path
@@ -21,14 +29,17 @@ import yaml
 
 from controllers.launcher import Controller
 from emulation import analysis, linkprobe, replan
+from emulation.background import Background
 from emulation.calibrate import calibrate
 from emulation.capture import Capture
 from emulation.monitor import CpuMonitor
 from emulation.network import Network, drop_counters, drop_delta
 from emulation.state import Lock, State, cleanup
-from emulation.workers import WorkerFailure, Workers, write_job
+from emulation.workers import Pool, WorkerFailure, Workers, write_job
 from workloads.algorithms import base
 from workloads.linkmodel import LinkModel
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 class Interrupted(Exception):
@@ -52,6 +63,7 @@ def _write_json(path: Path, obj) -> None:
 class Experiment:
     def __init__(self, cfg, runs, log=print):
         self.cfg, self.runs, self.log = cfg, runs, log
+        self.t0 = time.time()
         stamp = time.strftime("%Y%m%d-%H%M%S")
         self.out = Path(cfg.out).resolve() / f"{stamp}-{_slug(cfg.name)}"
         self.summary = {"status": "running", "error": None, "experiment": cfg.name,
@@ -61,6 +73,9 @@ class Experiment:
         self.active: list = []  # things to stop, last started first
         self.fault: dict | None = None  # the injected fault, once it fired
         self.interrupted: str | None = None  # the signal that stopped the experiment
+        self.pool = None  # the worker processes kept across runs on the same hosts (workers.Pool)
+        self.pools = 0
+        self.pending = None  # the previous run's analysis, running while this one measures
 
     # ---- top level ---------------------------------------------------------------------
     def run(self) -> Path:
@@ -95,8 +110,13 @@ class Experiment:
                 for sig, handler in old.items():
                     signal.signal(sig, handler)
                 self.summary["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S")
+                self.summary["throughput"] = throughput(self.summary, time.time() - self.t0)
                 self._save()
                 self._report()
+                tp = self.summary["throughput"]
+                if tp.get("overhead_fraction") is not None:
+                    self.log(f"wall {tp['wall_seconds']:.0f} s, measured iterations {tp['measured_seconds']:.0f} s: "
+                             f"{100 * tp['overhead_fraction']:.0f}% of the wall time was not measurement")
         return self.out
 
     def _on_signal(self, signum, _frame):
@@ -117,6 +137,10 @@ class Experiment:
             self.log(f"report failed: {type(e).__name__}: {e}")
 
     def _teardown(self):
+        try:
+            self._collect()  # a run's analysis still running: its record belongs in the summary
+        except Exception as e:
+            self.log(f"teardown: the last analysis failed: {type(e).__name__}: {e}")
         for thing in reversed(self.active):
             try:
                 thing.stop()
@@ -161,12 +185,14 @@ class Experiment:
             self._save()
             self._measure_link(net, topo, tdir, runs)
             for run in runs:
-                rec = self._run_one(run, net, calib)
-                if rec["status"] != "ok":
-                    raise RuntimeError(f"{run.label}: {rec.get('error')}")
+                status, error = self._run_one(run, net, calib)
+                if status != "ok":
+                    raise RuntimeError(f"{run.label}: {error}")
+            self._drop_pool()
             for thing in (net, ctrl):
                 thing.stop()
                 self.active.remove(thing)
+        self._collect()
 
     def _measure_link(self, net, topo, tdir, runs):
         """Measure a, b where a planner needs them (or the experiment scales to a real
@@ -178,7 +204,8 @@ class Experiment:
                 same = [r for r in runs if tuple(r.hosts) == key]
                 max_bytes = min(max(r.model.bytes for r in same), linkprobe.MAX_PROBE_BYTES)
                 probes[key] = linkprobe.measure(net, topo, list(key), tdir / f"link-probe-{len(probes) + 1}",
-                                                self.state, max_bytes, self.cfg.timeout, log=self.log)
+                                                self.state, max_bytes, self.cfg.timeout, log=self.log,
+                                                pool=self._pool_for(run, net))
                 self.summary["networks"][-1].setdefault("link_probes", []).append(probes[key])
                 self._save()
             probe = probes[key]
@@ -189,8 +216,81 @@ class Experiment:
                          f"sizes / {run.stand_in['size_scale']:.3g} and times x {run.stand_in['time_factor']:.3g}"
                          f" ({run.model.bytes / 2**20:.2f} MiB, backward {run.model.backward_s:.2f} s per iteration)")
 
+    # ---- worker pools and analyses in the background ----------------------------------
+    def _pool_for(self, run, net):
+        """The pool for this run's hosts: the current one, or a new one (the old stopped)."""
+        if not self.cfg.reuse_workers:
+            return None
+        if self.pool is not None and self.pool.fits(run.hosts):
+            return self.pool
+        self._drop_pool()
+        self.pools += 1
+        self.pool = Pool(net, run.topology, run.hosts, self.out / "pools" / f"pool{self.pools}", self.state)
+        self.active.append(self.pool)
+        return self.pool
+
+    def _drop_pool(self):
+        if self.pool is not None:
+            self.pool.stop()
+            self.active.remove(self.pool)
+            self.pool = None
+
+    def _analyse_later(self, run, rdir, meta):
+        """Analyse the run in a child process at the lowest CPU priority, so that it overlaps
+        the next run's measurement without taking CPU from its workers or OVS (the next
+        run's fidelity check says whether it did); `_collect` takes the record."""
+        out = rdir / "analysis.json"
+        proc = subprocess.Popen([sys.executable, "-m", "emulation.analysis", str(rdir), "--out", str(out)],
+                                cwd=str(ROOT), start_new_session=True,  # Ctrl-C in the terminal: not its business
+                                preexec_fn=lambda: os.nice(19), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.state.add("pgids", proc.pid)
+        self.pending = (run, rdir, meta, proc, out, time.time())
+
+    def _collect(self):
+        """Wait for the pending analysis (if any) and record its run."""
+        if self.pending is None:
+            return
+        run, rdir, meta, proc, out, t0 = self.pending
+        proc.wait()  # a signal here leaves it pending: the teardown collects it
+        self.pending = None
+        got = json.loads(out.read_text()) if out.exists() else {"ok": False, "error": "the analysis left no result"}
+        out.unlink(missing_ok=True)
+        if got.get("ok"):
+            rec = got["rec"]
+        else:
+            (rdir / "debug.log").write_text(got.get("traceback", got.get("error", "")))
+            rec = {"topology": run.topology.name, "algorithm": run.algorithm, "status": "failed",
+                   "error": f"not analysed: {got.get('error')}"}
+        self._record(run, rdir, rec)
+
+    def _record(self, run, rdir, rec):
+        cfg = self.cfg
+        rec["dir"] = rdir.name
+        rec["model_source"] = run.model.source
+        rec["time_dilation"] = cfg.time_dilation()
+        rec["size_scale"] = cfg.size_scale
+        rec["real_link_mbps"] = cfg.real_link_mbps
+        stand_in = getattr(run, "stand_in", None)
+        if stand_in:
+            rec["link_model"] = stand_in["link"]
+            if "size_scale" in stand_in:  # scaled to the stated real setting
+                rec.update(size_scale=stand_in["size_scale"],
+                           time_dilation=stand_in["time_factor"] * stand_in["compute_factor"],
+                           real_setting=stand_in["real_setting"], stand_in=stand_in)
+            if not stand_in.get("probe_ok", True) and rec.get("fidelity"):
+                r2 = stand_in["link"].get("r2")
+                rec["fidelity"].setdefault("reasons", []).append(
+                    f"the a + b*m fit of the link probe has R^2 {r2 if r2 is None else round(r2, 3)} < "
+                    f"{linkprobe.MIN_R2}: the plan rests on a poor cost model")
+                rec["faithful"] = rec["fidelity"]["faithful"] = False
+        self.summary["runs"].append(rec)
+        self._save()
+        if rec.get("sync_seconds") is not None:
+            self._log_result(rec)
+
     # ---- per run -----------------------------------------------------------------------
-    def _run_one(self, run, net, calib) -> dict:
+    def _run_one(self, run, net, calib) -> tuple:
+        """Measure one run; analyse it (in the background when it ended well). -> (status, error)"""
         cfg = self.cfg
         rdir = self.out / f"{run.index:02d}-{_slug(run.topology.name)}-{_slug(run.spec or run.algorithm)}-{_slug(run.model.spec.split(',')[0])}"
         rdir.mkdir()
@@ -207,12 +307,15 @@ class Experiment:
         topo = run.topology
         sw_intfs = [i.name for i in topo.intfs.values() if topo.nodes[i.node].kind == "switch"]
         drops_before = drop_counters(net, topo)
-        workers = Workers(net, run, job, rdir, self.state, log=self.log)
+        bg = Background(net, topo, getattr(run, "background", None) or [], rdir, self.state, log=self.log)
+        self.active.append(bg)
+        workers = Workers(net, run, job, rdir, self.state, log=self.log, pool=self._pool_for(run, net))
         self.active.append(workers)
         capture = Capture(rdir, sw_intfs, self.state, enabled=cfg.capture)
         mon = None
         interrupted = None
         try:
+            bg.start()  # concurrent jobs run before, during and after the workers
             workers.start()
             connect_s = workers.wait_connected(cfg.timeout)
             # capture and CPU monitor cover the iterations only: start-up (torch imports,
@@ -240,6 +343,8 @@ class Experiment:
                 _write_json(rdir / "cpu.json", mon.stop())
             workers.stop()
             self.active.remove(workers)
+            bg.stop()
+            self.active.remove(bg)
             cap = capture.stop()
             if capture in self.active:
                 self.active.remove(capture)
@@ -250,6 +355,11 @@ class Experiment:
             _write_json(rdir / "capture.json", cap)
             meta["finished"] = time.time()
             _write_json(rdir / "run.json", meta)
+        self._collect()  # the previous run's analysis, which ran while this one measured
+        if meta["status"] == "ok" and interrupted is None and self.cfg.analyse_in_background:
+            self.log(f"  analysing {rdir.name} (in the background, during the next run)")
+            self._analyse_later(run, rdir, meta)
+            return "ok", None
         self.log(f"  analysing {rdir.name}")
         try:
             try:
@@ -263,31 +373,10 @@ class Experiment:
             # interrupted before the run had its files: list it anyway
             rec = {"topology": run.topology.name, "algorithm": run.algorithm, "status": "failed",
                    "error": f"{meta['error']}; not analysed: {type(e).__name__}: {e}".splitlines()[0]}
-        rec["dir"] = rdir.name
-        rec["model_source"] = run.model.source
-        rec["time_dilation"] = cfg.time_dilation()
-        rec["size_scale"] = cfg.size_scale
-        rec["real_link_mbps"] = cfg.real_link_mbps
-        stand_in = getattr(run, "stand_in", None)
-        if stand_in:
-            rec["link_model"] = stand_in["link"]
-            if "size_scale" in stand_in:  # scaled to the stated real setting
-                rec.update(size_scale=stand_in["size_scale"],
-                           time_dilation=stand_in["time_factor"] * stand_in["compute_factor"],
-                           real_setting=stand_in["real_setting"], stand_in=stand_in)
-            if not stand_in.get("probe_ok", True) and rec.get("fidelity"):
-                r2 = stand_in["link"].get("r2")
-                rec["fidelity"].setdefault("reasons", []).append(
-                    f"the a + b*m fit of the link probe has R^2 {r2 if r2 is None else round(r2, 3)} < "
-                    f"{linkprobe.MIN_R2}: the plan rests on a poor cost model")
-                rec["faithful"] = rec["fidelity"]["faithful"] = False
-        self.summary["runs"].append(rec)
-        self._save()
-        if rec.get("sync_seconds") is not None:
-            self._log_result(rec)
+        self._record(run, rdir, rec)
         if interrupted is not None:
             raise interrupted
-        return rec
+        return rec["status"], rec.get("error")
 
     def _log_result(self, rec):
         med, bound = rec.get("median_sync_seconds"), rec.get("bound_seconds")
@@ -298,6 +387,9 @@ class Experiment:
                  f"links {rec['link_ratio']['min']:.3f}..{rec['link_ratio']['max']:.3f}" if rec.get("link_ratio", {}).get("min") else "",
                  f"switches {rec.get('switches_with_traffic', '?')}/{rec['switches_total']}",
                  f"correct={rec['correct']}", f"faithful={_verdict(rec)}"]
+        if rec.get("background"):
+            bg = rec["background"]
+            parts.insert(-2, f"background {bg['bytes_sent'] / 2**20:.1f} MiB sent (not gradient bytes)")
         self.log(", ".join(p for p in parts if p))
 
     def _fault_hook(self, net, run):
@@ -317,6 +409,15 @@ class Experiment:
                 self.log(f"  fault: link {intf} <-> {peer} taken down at {elapsed:.1f} s")
                 _write_json(self.out / "faults.json", self.fault)
         return tick
+
+
+def throughput(summary: dict, wall_seconds: float) -> dict:
+    """How much of the experiment's wall time its runs spent in measured iterations (warmup
+    excluded: first backward to last result, `jct_seconds`); the rest is start-up, network,
+    calibration, probes, analysis and teardown (issue #6 §6: at most 25% in the default experiment)."""
+    measured = sum(r.get("jct_seconds") or 0.0 for r in summary.get("runs", []))
+    return {"wall_seconds": round(wall_seconds, 2), "measured_seconds": round(measured, 2),
+            "overhead_fraction": round(1 - measured / wall_seconds, 4) if wall_seconds > 0 else None}
 
 
 def _verdict(rec) -> str:

@@ -112,6 +112,20 @@ def kill_all(pgids=(), pids=(), grace: float = 3.0) -> None:
             time.sleep(0.1)
 
 
+def stop_procs(procs, grace: float = 2.0) -> None:
+    """Stop the session leaders `procs` (Popen objects started with mnexec -d or
+    start_new_session): their process groups get SIGTERM, SIGKILL after `grace` s; reaped."""
+    procs = list(procs)
+    alive = [p.pid for p in procs if p.poll() is None]
+    if alive:
+        kill_all(pgids=alive, grace=grace)
+    for p in procs:
+        try:
+            p.wait(2)
+        except Exception:
+            pass
+
+
 def ovs_bridges(tag_only: bool = True) -> list[str]:
     try:
         out = subprocess.run(["ovs-vsctl", "--timeout=5", "--format=csv", "--no-headings",

@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from emulation.state import kill_all
+from emulation.state import stop_procs
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -38,6 +38,7 @@ def write_job(run, cfg, run_dir: Path, groups: list) -> Path:
         "timeout_s": max(30.0, float(cfg.timeout)), "crash": cfg.crash,
         "hosts": run.hosts, "dtype_bytes": base.DTYPE_BYTES, "go_file": str(run_dir / "go"),
         "train": bool(cfg.train), "lr": cfg.lr, "batch": cfg.batch, "sparsity": cfg.sparsity,
+        "background": list(getattr(run, "background", None) or []),  # flows the analysis keeps apart
     }
     algo = base.get(run.algorithm)
     if (algo.reference is not None or cfg.sparsity) and not cfg.train:
@@ -52,29 +53,90 @@ def write_job(run, cfg, run_dir: Path, groups: list) -> Path:
     return path
 
 
+def _spawn(net, topo, hosts: list, args: list, out_of, state) -> dict:
+    """One `python -m workloads.worker ARGS --rank R --nics ...` per host, in its namespace."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
+               PYTHONUNBUFFERED="1")
+    procs = {}
+    for rank, host in enumerate(hosts):
+        nics = ",".join(n.name for n in topo.host_nics(host))
+        out = open(out_of(rank), "w")
+        cmd = [sys.executable, "-m", "workloads.worker", *args, "--rank", str(rank), "--nics", nics]
+        # mnexec -d makes each worker a session leader: its pid is its process group
+        p = net.host(host).popen(cmd, stdout=out, stderr=out, cwd=str(ROOT), env=env)
+        out.close()
+        procs[rank] = p
+        state.add("pgids", p.pid)
+    return procs
+
+
+class Pool:
+    """Worker processes kept across the runs of one topology that use the same hosts
+    (`python -m workloads.worker --pool DIR`): Python and torch start once, each run's job
+    is queued as `DIR/job<n>`, and a rank's exit code for that job is the file
+    `<run>/workers/rank<R>.exit` instead of its process's exit. A run that fails stops the
+    pool (its processes may be stuck in Gloo); the next run starts a new one."""
+
+    def __init__(self, net, topo, hosts: list, folder: Path, state):
+        self.hosts, self.dir = list(hosts), Path(folder)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.procs = _spawn(net, topo, self.hosts, ["--pool", str(self.dir)], lambda r: self.dir / f"rank{r}.out",
+                            state)
+        self.jobs = 0
+
+    def fits(self, hosts: list) -> bool:
+        return list(hosts) == self.hosts and self.alive()
+
+    def alive(self) -> bool:
+        return all(p.poll() is None for p in self.procs.values())
+
+    def submit(self, job_path: Path) -> None:
+        self.jobs += 1
+        tmp = self.dir / f".job{self.jobs}"
+        tmp.write_text(str(job_path))
+        tmp.replace(self.dir / f"job{self.jobs}")
+
+    def stop(self) -> None:
+        (self.dir / "stop").touch()
+        deadline = time.time() + 2.0
+        while time.time() < deadline and any(p.poll() is None for p in self.procs.values()):
+            time.sleep(0.05)
+        stop_procs(self.procs.values(), grace=1.0)
+
+
 class Workers:
-    def __init__(self, net, run, job_path: Path, run_dir: Path, state, log=print):
+    """The ranks of one run: their own processes, or a `Pool`'s (then a rank's exit is the
+    exit code it recorded for this job, or its process's death)."""
+
+    def __init__(self, net, run, job_path: Path, run_dir: Path, state, log=print, pool: Pool | None = None):
         self.net, self.run, self.job = net, run, job_path
         self.dir = run_dir / "workers"
         self.dir.mkdir(parents=True, exist_ok=True)
         self.state, self.log = state, log
         self.procs: dict[int, object] = {}
+        self.pool = pool
 
     def start(self) -> "Workers":
-        topo = self.run.topology
-        env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
-                   PYTHONUNBUFFERED="1")
-        for rank, host in enumerate(self.run.hosts):
-            nics = ",".join(n.name for n in topo.host_nics(host))
-            out = open(self.dir / f"rank{rank}.out", "w")
-            cmd = [sys.executable, "-m", "workloads.worker", "--job", str(self.job),
-                   "--rank", str(rank), "--nics", nics]
-            # mnexec -d makes each worker a session leader: its pid is its process group
-            p = self.net.host(host).popen(cmd, stdout=out, stderr=out, cwd=str(ROOT), env=env)
-            out.close()
-            self.procs[rank] = p
-            self.state.add("pgids", p.pid)
+        if self.pool is not None:
+            self.procs = dict(self.pool.procs)
+            self.pool.submit(self.job)
+            return self
+        self.procs = _spawn(self.net, self.run.topology, self.run.hosts, ["--job", str(self.job)],
+                            lambda r: self.dir / f"rank{r}.out", self.state)
         return self
+
+    def _code(self, rank: int):
+        """The rank's exit code for this run, None while it runs."""
+        code = self.procs[rank].poll()
+        if self.pool is None:
+            return code
+        f = self.dir / f"rank{rank}.exit"
+        if f.exists():
+            try:
+                return int(f.read_text().strip() or 1)
+            except ValueError:
+                return None  # being written
+        return code if code is not None else None  # the pool process died without a word: its code
 
     def wait_connected(self, timeout: float) -> float:
         """Wait until every rank has built its Gloo groups (its log says "connected")."""
@@ -84,7 +146,7 @@ class Workers:
                         for r in self.procs if (self.dir / f"rank{r}.jsonl").exists())
             if ready == len(self.procs):
                 return time.time() - t0
-            bad = {r: p.poll() for r, p in self.procs.items() if p.poll() not in (None, 0)}
+            bad = {r: c for r in self.procs if (c := self._code(r)) not in (None, 0)}
             if bad:
                 r, c = sorted(bad.items())[0]
                 self.stop()
@@ -115,7 +177,7 @@ class Workers:
                 seen = len(lines)
             if on_tick:
                 on_tick(time.time() - t0)
-            codes = {r: p.poll() for r, p in self.procs.items()}
+            codes = {r: self._code(r) for r in self.procs}
             bad = {r: c for r, c in codes.items() if c not in (None, 0)}
             if bad:
                 r, c = sorted(bad.items())[0]
@@ -146,11 +208,8 @@ class Workers:
         return tail[0][:300] if tail else "no output"
 
     def stop(self):
-        alive = [p.pid for p in self.procs.values() if p.poll() is None]
-        if alive:
-            kill_all(pgids=alive, grace=2.0)
-        for p in self.procs.values():
-            try:
-                p.wait(2)
-            except Exception:
-                pass
+        if self.pool is not None:
+            if any(self._code(r) is None for r in self.procs) or not self.pool.alive():
+                self.pool.stop()  # a rank still in the job (failure, interruption): the pool cannot go on
+            return
+        stop_procs(self.procs.values(), grace=2.0)

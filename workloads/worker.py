@@ -1,4 +1,5 @@
-"""One rank of a sync job: `python -m workloads.worker --job job.json --rank R --nics a,b`.
+"""One rank of a sync job: `python -m workloads.worker --job job.json --rank R --nics a,b`,
+or of every job the runner queues for it: `--pool DIR` (docs/ARCHITECTURE.md, "Pool mode").
 
 Started by the runner inside a Mininet host (or on localhost by the parallel tests, NICs
 `lo`), it only carries out what job.json says (docs/ARCHITECTURE.md, "Worker job file"):
@@ -89,10 +90,15 @@ def read_logs(log_dir) -> tuple[dict, dict]:
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m workloads.worker", description=__doc__.splitlines()[0])
-    parser.add_argument("--job", required=True, help="job.json written by the runner")
+    parser.add_argument("--job", help="job.json written by the runner")
+    parser.add_argument("--pool", help="pool folder: run the jobs the runner queues there, one after another, "
+                                       "until it writes `stop` (one Python and torch start-up for many runs)")
     parser.add_argument("--rank", required=True, type=int, help="global rank of this process")
     parser.add_argument("--nics", required=True, help="this host's interfaces, NIC 0 first, comma separated")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if bool(args.job) == bool(args.pool):
+        parser.error("give exactly one of --job and --pool")
+    return args
 
 
 def read_job(path: str) -> dict:
@@ -118,8 +124,10 @@ def job_layers(job: dict) -> list:
 
 
 def host_name(nic0: str) -> str:
-    # Mininet names interfaces <host>-eth<l>; on localhost (lo) fall back to the machine name.
-    return nic0.rsplit("-", 1)[0] if "-" in nic0 else socket.gethostname()
+    # a Mininet interface names its host; on localhost (lo) fall back to the machine name
+    from topologies.description import intf_node  # noqa: PLC0415
+
+    return intf_node(nic0) or socket.gethostname()
 
 
 def run(job: dict, rank: int, nics: list, log: EventLog) -> None:
@@ -183,7 +191,7 @@ def run(job: dict, rank: int, nics: list, log: EventLog) -> None:
     for it in range(total):
         if crash and int(crash.get("rank", -1)) == rank and int(crash.get("iter", -1)) == it:
             log.write({"event": "error", "message": f"injected crash of rank {rank} at iter {it}", "t": time.time()})
-            os._exit(CRASH_EXIT)  # like a killed process: no clean Gloo shutdown
+            _exit(CRASH_EXIT)  # like a killed process: no clean Gloo shutdown
         comm.iteration = it
         state.begin(it)
         if is_worker:
@@ -273,6 +281,85 @@ def wait_for_go(path, timeout: float) -> None:
         time.sleep(0.02)
 
 
+_EXIT_FILE = None  # pool mode: where this rank writes the exit code of the job it runs
+
+
+def _exit(code: int) -> None:
+    """Leave the process with `code`; a pool worker first records it as its job's exit code."""
+    if _EXIT_FILE:
+        _write_exit(_EXIT_FILE, code)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # Gloo threads may hang a normal exit
+
+
+def _write_exit(path: str, code: int) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(str(code))
+    os.replace(tmp, path)
+
+
+def run_job(job_path: str, rank: int, nics: list) -> None:
+    """One job: its log, `start`, the run, `done`; on any error an `error` event and exit 1."""
+    log = None
+    try:
+        job = read_job(job_path)
+        log = EventLog(os.path.join(job["log_dir"], f"rank{rank}.jsonl"))
+        log.write({"event": "start", "rank": rank, "host": host_name(nics[0]), "pid": os.getpid(),
+                   "t": time.time()})
+        run(job, rank, nics, log)
+        log.write({"event": "done", "t": time.time()})
+    except BaseException as exc:  # one line for the operator, the traceback for the debug log
+        message = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+        if log is not None:
+            log.write({"event": "error", "message": message, "t": time.time()})
+        print(f"worker rank {rank}: error: {message}", file=sys.stderr, flush=True)
+        traceback.print_exc(file=sys.stderr)
+        _exit(130 if isinstance(exc, KeyboardInterrupt) else 1)
+    sys.stdout.flush()
+
+
+POOL_IDLE_S = 1800.0  # a pool worker nobody gives a job for this long exits (an orphaned pool)
+
+
+def serve_pool(folder: str, rank: int, nics: list) -> None:
+    """Pool mode: run `folder/job<n>` (a file holding a job.json path) for n = 1, 2, ... until
+    `folder/stop` exists. Each job's stdout goes to `log_dir/rank<R>.out` and its exit code
+    to `log_dir/rank<R>.exit` (the runner reads these as it would a process's exit)."""
+    global _EXIT_FILE
+    import torch  # noqa: F401 (imported once for every job: the point of the pool)
+
+    from workloads.algorithms import base  # noqa: F401
+
+    seq = 1
+    idle_since = time.time()
+    while True:
+        ticket = os.path.join(folder, f"job{seq}")
+        if not os.path.exists(ticket):  # the queued jobs first, then `stop`
+            if os.path.exists(os.path.join(folder, "stop")) or time.time() - idle_since > POOL_IDLE_S:
+                return
+            time.sleep(0.05)
+            continue
+        with open(ticket) as f:
+            job_path = f.read().strip()
+        log_dir = read_job(job_path)["log_dir"]
+        os.makedirs(log_dir, exist_ok=True)
+        _EXIT_FILE = os.path.join(log_dir, f"rank{rank}.exit")
+        out = open(os.path.join(log_dir, f"rank{rank}.out"), "a", buffering=1)
+        saved = sys.stdout, sys.stderr
+        sys.stdout = sys.stderr = out
+        try:
+            run_job(job_path, rank, nics)
+        finally:
+            sys.stdout, sys.stderr = saved
+            out.close()
+        _write_exit(_EXIT_FILE, 0)
+        _EXIT_FILE = None
+        seq += 1
+        idle_since = time.time()
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     nics = [n for n in args.nics.split(",") if n]
@@ -282,23 +369,10 @@ def main(argv=None) -> int:
     # Gloo reads this when it resolves addresses; without it rendezvous hangs in a Mininet
     # host, whose hostname resolves outside its namespace (docs/ENVIRONMENT.md).
     os.environ["GLOO_SOCKET_IFNAME"] = nics[0]
-    log = None
-    try:
-        job = read_job(args.job)
-        log = EventLog(os.path.join(job["log_dir"], f"rank{args.rank}.jsonl"))
-        log.write({"event": "start", "rank": args.rank, "host": host_name(nics[0]), "pid": os.getpid(),
-                   "t": time.time()})
-        run(job, args.rank, nics, log)
-        log.write({"event": "done", "t": time.time()})
-    except BaseException as exc:  # one line for the operator, the traceback for the debug log
-        message = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
-        if log is not None:
-            log.write({"event": "error", "message": message, "t": time.time()})
-        print(f"worker rank {args.rank}: error: {message}", file=sys.stderr, flush=True)
-        traceback.print_exc(file=sys.stderr)
-        sys.stderr.flush()
-        sys.stdout.flush()
-        os._exit(130 if isinstance(exc, KeyboardInterrupt) else 1)  # Gloo threads may hang a normal exit
+    if args.pool:
+        serve_pool(args.pool, args.rank, nics)
+    else:
+        run_job(args.job, args.rank, nics)
     sys.stdout.flush()
     return 0
 

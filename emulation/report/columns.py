@@ -112,6 +112,17 @@ def iteration_cells(rd: RunData) -> list[str]:
     return [fmt(measured, ".3f"), fmt(predicted, ".3f"), fmt(ratio, ".2f")]
 
 
+def background_cells(rd: RunData) -> list[str]:
+    """Concurrent jobs' flows: their bytes from the capture, kept apart from the gradient's."""
+    bg = rd.run.get("background") or {}
+    flows = bg.get("flows") or []
+    gradient = sum((v or {}).get("tx", 0) for v in (rd.run.get("payload_bytes_measured") or {}).values())
+    rates = [f.get("mbps_mean") for f in flows if f.get("mbps_mean") is not None]
+    return [fmt(sum(len(f.get("dst") or []) for f in flows), "g"),
+            NA if not bg else f"{bg.get('bytes_sent', 0) / MB:.3g}", NA if not gradient else f"{gradient / MB:.3g}",
+            NA if not rates else f"{min(rates):.3g}..{max(rates):.3g}"]
+
+
 def training_cells(rd: RunData) -> list[str]:
     acc = (rd.run.get("training") or {}).get("accuracy") or []
     return [fmt(acc[-1], ".3f") if acc else NA]
@@ -128,6 +139,9 @@ COLUMN_SETS: list[ColumnSet] = [
     ColumnSet("iteration", any_run_has("predicted_iteration_seconds"),
               ("median iteration s", "predicted iteration s", "iteration measured/predicted"), iteration_cells),
     ColumnSet("training", has_training, ("held-out accuracy (last)",), training_cells),
+    ColumnSet("background", any_run_has("background"),
+              ("background flows", "background MB sent", "gradient MB sent", "background Mbit/s per source"),
+              background_cells),
     ColumnSet("traffic", always, ("payload measured/expected min..max", "switches used/total"), traffic_cells),
     ColumnSet("verdict", always, ("correct", "faithful", "status"), verdict_cells),
 ]

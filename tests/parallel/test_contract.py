@@ -228,3 +228,43 @@ def test_only_oracle_ranks_check_and_the_others_log_a_digest_the_analysis_compar
     path.write_text(path.read_text().replace('"digest": "', '"digest": "ff', 1))
     times = sync_times(tmp_path / "w", 3)
     assert times["correct"] is False and "different results" in times["errors"][-1]
+
+
+def _pool_child(rank, folder, out):
+    import traceback
+    try:
+        worker.serve_pool(folder, rank, ["lo"])
+        out.put(("ok", rank, None))
+    except BaseException:
+        out.put(("error", rank, traceback.format_exc()))
+
+
+def test_a_worker_pool_runs_queued_jobs_one_after_another(tmp_path):
+    """Pool mode (issue #6 §6): one process per rank runs several runs' jobs, each with its own
+    log, result check and exit code file, then leaves on `stop`."""
+    workers, layers = 3, [["a", 700, 0.0], ["b", 301, 0.0]]
+    pool = tmp_path / "pool"
+    pool.mkdir()
+    for n, name in enumerate(["ring", "ps", "gloo"], 1):
+        _, plan = base.plan_for(name, base.PlanContext(workers, (700, 301)))
+        run = tmp_path / f"run{n}"
+        job = {"algorithm": name, "plan": plan, "groups": [
+                   {"id": g.id, "ranks": list(g.ranks), "nic": g.nic}
+                   for g in base.get(name).groups(plan)],
+               "workers": workers, "servers": 0, "world": workers,
+               "model": {"spec": "synthetic,test", "layers": layers}, "iters": 2, "warmup": 1, "seed": n,
+               "dilation": 1.0, "store": str(run / "store"), "log_dir": str(run / "workers"), "timeout_s": 30}
+        run.mkdir()
+        (run / "job.json").write_text(json.dumps(job))
+        (pool / f"job{n}").write_text(str(run / "job.json"))
+    (pool / "stop").touch()  # after the queued jobs
+    spawn_ranks(workers, _pool_child, lambda r: (r, str(pool)), timeout_s=120)
+    for n in (1, 2, 3):
+        for rank in range(workers):
+            wdir = tmp_path / f"run{n}" / "workers"
+            assert (wdir / f"rank{rank}.exit").read_text() == "0"
+            events = [json.loads(line) for line in open(wdir / f"rank{rank}.jsonl")]
+            its = [e for e in events if e["event"] == "iter"]
+            assert len(its) == 3 and all(e["correct"] for e in its)
+            assert events[-1]["event"] == "done"
+        assert "iter 3/3 rank 0" in (tmp_path / f"run{n}" / "workers" / "rank0.out").read_text()

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from emulation import config
+from emulation import background, config
 from topologies.spec import build
 
 pytestmark = pytest.mark.unit
@@ -154,6 +154,19 @@ def test_validate_dedicated_servers_only_for_ps():
     (dict(model="synthetic"), r"synthetic"),
     (dict(topologies=["bcube,n=2,k=2"], algorithms=["ring"], crash={"rank": 4, "iter": 1}),
      r"crash rank 4 is not a rank of every run"),
+    # background flows: only between hosts that run no rank (issue #6 §2, #10 bad input)
+    (dict(topologies=["fattree,k=4"], algorithms=["ring"], workers=4, background=["h0_0_2:h3_1_3"]),
+     r"background flow h0_0_2:h3_1_3: h0_0_2 runs a worker or server of this run; hosts free of workers: h1_0_2"),
+    (dict(topologies=["fattree,k=4"], algorithms=["ring"], workers=4, background=["h9_9_9:h3_1_3"]),
+     r"h9_9_9 is not a host of fattree\(4\); hosts free of workers:"),
+    (dict(topologies=["fattree,k=4"], algorithms=["ring"], workers=4, background=["h3_1_3"]),
+     r"background flow 'h3_1_3' is not SRC:DST or SRC:DST:MBPS"),
+    (dict(topologies=["fattree,k=4"], algorithms=["ring"], workers=4, background=["h3_1_3:h3_1_3"]),
+     r"needs two different hosts"),
+    (dict(topologies=["fattree,k=4"], algorithms=["ring"], workers=4, background=["h2_0_2:h3_1_3:0"]),
+     r"rate '0' must be Mbit/s in \(0, 1000\] or omitted for unlimited"),
+    (dict(topologies=["fattree,k=4"], algorithms=["ring"], workers=4, background=[{"src": "h2_0_2"}]),
+     r"keys are src, dst and optionally mbps"),
 ])
 def test_validate_rejects_bad_input_in_one_line(kw, pattern):
     one_line_error(config.validate, cfg(**kw), match=pattern)
@@ -232,3 +245,23 @@ def test_bad_algorithm_specs_are_one_line(algos, pattern):
     with pytest.raises(ValueError, match=pattern) as err:
         config.validate(config.load(topologies=["fattree,k=4"], workers=4, model="synthetic,mb=1", algorithms=algos))
     assert "\n" not in str(err.value)
+
+
+def test_background_flows_reach_every_run_with_their_ports():
+    runs = config.validate(cfg(topologies=["fattree,k=4"], algorithms=["ring", "ps"], workers=4,
+                               background=["h2_0_2:h3_1_3:5", {"src": "h2_1_2", "dst": "h3_0_2"}]))
+    for run in runs:
+        assert run.background == [
+            {"src": "h2_0_2", "dst": "h3_1_3", "mbps": 5.0, "port": background.PORT_BASE},
+            {"src": "h2_1_2", "dst": "h3_0_2", "mbps": None, "port": background.PORT_BASE + 1}]
+        assert not set(run.hosts) & {"h2_0_2", "h3_1_3", "h2_1_2", "h3_0_2"}
+    assert config.validate(cfg(topologies=["fattree,k=4"], algorithms=["ring"], workers=4))[0].background == []
+
+
+def test_background_parse_forms():
+    assert background.parse(None) == []
+    assert background.parse("a:b") == [{"src": "a", "dst": "b", "mbps": None, "port": background.PORT_BASE}]
+    assert background.parse(["a:b:max"])[0]["mbps"] is None
+    assert background.parse([{"src": "a", "dst": "b", "mbps": 2.5}])[0]["mbps"] == 2.5
+    with pytest.raises(ValueError, match="at most 64"):
+        background.parse(["a:b"] * 65)

@@ -118,7 +118,8 @@ def test_arp_and_non_tcp_never_payload(tmp_path):
     assert stats(res, (3, "rx")) == {"packets": 1, "wire_bytes": 42, "tcp_packets": 0,
                                      "tcp_wire_bytes": 0, "payload_bytes": 0,
                                      "unique_payload_bytes": 0, "retrans_bytes": 0,
-                                     "excluded_packets": 0, "other_packets": 1}
+                                     "excluded_packets": 0, "excluded_payload_bytes": 0,
+                                     "other_packets": 1}
     tx = stats(res, (3, "tx"))
     assert tx["packets"] == 3 and tx["other_packets"] == 3 and tx["payload_bytes"] == 0
 
@@ -134,6 +135,7 @@ def test_excluded_ports(tmp_path):
     st = stats(res, (1, "tx"))
     assert st["payload_bytes"] == 9000
     assert st["tcp_packets"] == 2 and st["excluded_packets"] == 2 and st["packets"] == 4
+    assert st["excluded_payload_bytes"] == 6000  # kept apart, not lost (background flows)
     assert read_counts(path).per_if[(1, "tx")]["payload_bytes"] == 15000
 
 
