@@ -41,6 +41,8 @@ USED_FRACTION = 0.01  # a switch "carried gradient traffic" above 1% of the grad
 SERIES_BIN = 0.5  # seconds, for the busiest link's achieved rate
 MAX_OVS_WAIT = 0.15  # ovs-vswitchd runnable but without a CPU, fraction of wall time
 MAX_WORKER_WAIT = 0.50  # the same, mean per worker (summed over its threads)
+MAX_OVS_CORES = 0.85  # ovs-vswitchd's mean CPU above which the links must show it kept up
+MIN_BUSY_RATE = 0.85  # ... the busiest link's mean rate while busy, fraction of its configured rate
 
 
 # ---- pure parts -------------------------------------------------------------------
@@ -69,6 +71,7 @@ def sync_times(log_dir: Path, workers: int, logs: dict | None = None) -> dict:
     worker_ranks: dict[int, set] = {}  # iter -> worker ranks that logged it (servers excluded)
     all_ranks: dict[int, set] = {}  # the same, warmup iterations included
     t_done: dict[int, float] = {}  # iter -> last t_done of any rank (servers included), warmup too
+    t_first = float("inf")  # the first backward of any rank, warmup included
     errors, correct, done = [], True, 0
     digests: dict[int, set] = {}
     stages = 0
@@ -78,6 +81,7 @@ def sync_times(log_dir: Path, workers: int, logs: dict | None = None) -> dict:
             kind = ev.get("event")
             if kind == "iter":
                 t_done[ev["iter"]] = max(t_done.get(ev["iter"], float("-inf")), float(ev["t_done"]))
+                t_first = min(t_first, float(ev.get("t_start", ev["t_done"])))
                 if rank < workers:
                     all_ranks.setdefault(ev["iter"], set()).add(rank)
             if kind == "iter" and not ev.get("warmup"):
@@ -114,6 +118,7 @@ def sync_times(log_dir: Path, workers: int, logs: dict | None = None) -> dict:
                       f"{sorted(i for i, d in digests.items() if len(d) > 1)[:5]}")
     complete = sorted(i for i, r in all_ranks.items() if len(r) >= workers)
     return {"sync_seconds": sync, "iteration_seconds": iteration, "backward_seconds": backward, "jct_seconds": jct,
+            "span_seconds": (max(t_done.values()) - t_first) if t_done else None,  # all iterations
             # syncs every worker finished (warmup included), and when the last of them ended
             "complete_syncs": len(complete), "complete_until": t_done[complete[-1]] if complete else None,
             "correct": correct and bool(sync),
@@ -163,8 +168,19 @@ def fidelity(calibration: dict | None, cpu: dict | None, capture: dict | None, b
         return ((cpu or {}).get(key) or {}).get("mean")
     ovs, busy = mean("ovs_cores"), mean("machine_busy")
     ovs_wait, w_wait, starved = mean("ovs_wait"), mean("workers_wait"), mean("workers_starved")
-    if ovs is not None and ovs > 0.85:
-        reasons.append(f"ovs-vswitchd used {ovs:.2f} cores on average: forwarding was likely CPU-bound")
+    notes = []
+    if ovs is not None and ovs > MAX_OVS_CORES:
+        # OVS's one forwarding thread takes whatever CPU is idle (smaller batches, more
+        # wake-ups), so its CPU alone does not say it fell behind; the links do: a forwarder
+        # that cannot keep up leaves the busiest link below its rate while it is busy
+        # (docs/FIDELITY.md #16)
+        kept = (busiest or {}).get("busy_mean_mbps"), (busiest or {}).get("configured_mbps")
+        if kept[0] is not None and kept[1] and kept[0] / kept[1] >= MIN_BUSY_RATE:
+            notes.append(f"ovs-vswitchd used {ovs:.2f} cores on average, but the busiest link still ran at "
+                         f"{kept[0] / kept[1]:.0%} of its rate while busy: forwarding kept up")
+        else:
+            reasons.append(f"ovs-vswitchd used {ovs:.2f} cores on average and the busiest link ran below "
+                           f"{MIN_BUSY_RATE:.0%} of its rate while busy: forwarding was likely CPU-bound")
     if ovs_wait is not None and ovs_wait > MAX_OVS_WAIT:
         reasons.append(f"ovs-vswitchd waited for a CPU {ovs_wait:.0%} of the time (limit {MAX_OVS_WAIT:.0%}): "
                        "forwarding lagged")
@@ -181,7 +197,7 @@ def fidelity(calibration: dict | None, cpu: dict | None, capture: dict | None, b
     reasons += [f"not verified: {why}" for why in unverified.values()]
     failed = len(reasons) > len(unverified)
     return {"faithful": False if failed else (None if unverified else True), "reasons": reasons,
-            "unverified": list(unverified),
+            "unverified": list(unverified), "notes": notes,
             "ovs_cpu_percent": None if ovs is None else round(100 * ovs, 1),
             "machine_busy_percent": None if busy is None else round(100 * busy, 1),
             "ovs_cpu_wait_percent": None if ovs_wait is None else round(100 * ovs_wait, 1),
@@ -367,6 +383,7 @@ def analyze_run(run_dir: Path) -> dict:
                                if times["iteration_seconds"] and statistics.median(times["iteration_seconds"]) > 0
                                else None),
         "jct_seconds": times["jct_seconds"],
+        "iterations_span_seconds": times["span_seconds"],  # warmup included (throughput)
         "training": times["training"],
         "median_sync_seconds": statistics.median(times["sync_seconds"]) if times["sync_seconds"] else None,
         "bound_seconds": bound_seconds(topo, ports_sync),

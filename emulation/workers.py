@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -70,19 +71,66 @@ def _spawn(net, topo, hosts: list, args: list, out_of, state) -> dict:
     return procs
 
 
+class _Forked:
+    """A pool worker forked by the zygote (not our child): Popen's poll/wait from its exit
+    file, which the zygote writes when it reaps it, or from /proc when the zygote is gone."""
+
+    def __init__(self, pid: int, exit_file: Path):
+        self.pid, self.exit_file = pid, exit_file
+
+    def poll(self):
+        if self.exit_file.exists():
+            try:
+                return int(self.exit_file.read_text().strip())
+            except ValueError:
+                return None
+        return None if os.path.exists(f"/proc/{self.pid}") else -1
+
+    def wait(self, timeout: float | None = None):
+        deadline = time.time() + (timeout if timeout is not None else 1e9)
+        while (code := self.poll()) is None:
+            if time.time() > deadline:
+                raise TimeoutError(f"pid {self.pid} still running")
+            time.sleep(0.05)
+        return code
+
+
 class Pool:
-    """Worker processes kept across the runs of one topology that use the same hosts
-    (`python -m workloads.worker --pool DIR`): Python and torch start once, each run's job
-    is queued as `DIR/job<n>`, and a rank's exit code for that job is the file
-    `<run>/workers/rank<R>.exit` instead of its process's exit. A run that fails stops the
-    pool (its processes may be stuck in Gloo); the next run starts a new one."""
+    """Worker processes kept across the runs of one topology that use the same hosts: Python
+    and torch are imported once, by a fork server (`workloads/zygote.py`) that forks one
+    worker per rank into its host's network namespace; each serves the pool
+    (`workloads.worker.serve_pool`): a run's job is queued as `DIR/job<n>`, and a rank's exit
+    code for that job is the file `<run>/workers/rank<R>.exit` instead of its process's exit.
+    A run that fails stops the pool (its processes may be stuck in Gloo); the next run starts
+    a new one."""
+
+    START_TIMEOUT = 60.0
 
     def __init__(self, net, topo, hosts: list, folder: Path, state):
         self.hosts, self.dir = list(hosts), Path(folder)
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.procs = _spawn(net, topo, self.hosts, ["--pool", str(self.dir)], lambda r: self.dir / f"rank{r}.out",
-                            state)
         self.jobs = 0
+        ranks = [{"rank": r, "netns_pid": net.host(h).pid, "nics": [n.name for n in topo.host_nics(h)],
+                  "out": str(self.dir / f"rank{r}.out")} for r, h in enumerate(self.hosts)]
+        (self.dir / "ranks.json").write_text(json.dumps(ranks, indent=1))
+        env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
+                   PYTHONUNBUFFERED="1")
+        with open(self.dir / "zygote.out", "w") as out:
+            self.zygote = subprocess.Popen([sys.executable, "-m", "workloads.zygote", str(self.dir)], cwd=str(ROOT),
+                                           env=env, stdout=out, stderr=out, start_new_session=True)
+        state.add("pgids", self.zygote.pid)
+        deadline = time.time() + self.START_TIMEOUT
+        pids_file = self.dir / "pids.json"
+        while not pids_file.exists():
+            if self.zygote.poll() is not None or time.time() > deadline:
+                tail = (self.dir / "zygote.out").read_text(errors="replace").strip().splitlines()[-1:]
+                stop_procs([self.zygote])
+                raise WorkerFailure(f"the worker pool's fork server did not start: {tail[0] if tail else 'no output'}")
+            time.sleep(0.05)
+        self.procs = {int(r): _Forked(pid, self.dir / f"exit{r}")
+                      for r, pid in json.loads(pids_file.read_text()).items()}
+        for p in self.procs.values():
+            state.add("pgids", p.pid)
 
     def fits(self, hosts: list) -> bool:
         return list(hosts) == self.hosts and self.alive()
@@ -102,6 +150,7 @@ class Pool:
         while time.time() < deadline and any(p.poll() is None for p in self.procs.values()):
             time.sleep(0.05)
         stop_procs(self.procs.values(), grace=1.0)
+        stop_procs([self.zygote], grace=1.0)
 
 
 class Workers:

@@ -111,6 +111,7 @@ def md_run_fidelity(rd: RunData) -> list[str]:
              f"- busiest link: {describe(f.get('busiest_link'))}",
              f"- capture drops: {describe(f.get('capture_drops'))}"]
     lines += [f"- reason: {r}" for r in f.get("reasons") or []]
+    lines += [f"- note: {n}" for n in f.get("notes") or []]
     return lines + [""]
 
 

@@ -43,7 +43,7 @@ def leftovers() -> list[str]:
     if intfs:
         left.append(f"interfaces {intfs[:5]}")
     procs = subprocess.run(["pgrep", "-fa", "workloads.worker --(job|pool)|controllers.ryu_main|tcpdump -i any|"
-                            "iperf3 -[sc] |emulation.analysis"],
+                            "iperf3 -[sc] |emulation.analysis|workloads.zygote"],
                            capture_output=True, text=True).stdout.strip().splitlines()
     procs = [x for x in procs if not re.search(r"--nics lo( |$)", x)]  # Gloo on localhost: not an emulation's
     if procs:

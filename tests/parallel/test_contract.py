@@ -7,6 +7,9 @@ the data), `state.observed`, and its own `reference` oracle, which the worker ch
 iteration. Ranks run `workloads.worker.run` itself, so the JSONL log is the runner's.
 """
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +19,8 @@ from workloads import worker
 from workloads.algorithms import base
 from workloads.comm import Comm
 from tests.parallel.spawn import spawn_ranks
+
+ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.parallel
 
@@ -239,10 +244,8 @@ def _pool_child(rank, folder, out):
         out.put(("error", rank, traceback.format_exc()))
 
 
-def test_a_worker_pool_runs_queued_jobs_one_after_another(tmp_path):
-    """Pool mode (issue #6 §6): one process per rank runs several runs' jobs, each with its own
-    log, result check and exit code file, then leaves on `stop`."""
-    workers, layers = 3, [["a", 700, 0.0], ["b", 301, 0.0]]
+def _queue_jobs(tmp_path, workers: int):
+    layers = [["a", 700, 0.0], ["b", 301, 0.0]]
     pool = tmp_path / "pool"
     pool.mkdir()
     for n, name in enumerate(["ring", "ps", "gloo"], 1):
@@ -258,7 +261,10 @@ def test_a_worker_pool_runs_queued_jobs_one_after_another(tmp_path):
         (run / "job.json").write_text(json.dumps(job))
         (pool / f"job{n}").write_text(str(run / "job.json"))
     (pool / "stop").touch()  # after the queued jobs
-    spawn_ranks(workers, _pool_child, lambda r: (r, str(pool)), timeout_s=120)
+    return pool
+
+
+def _check_pool_jobs(tmp_path, workers: int):
     for n in (1, 2, 3):
         for rank in range(workers):
             wdir = tmp_path / f"run{n}" / "workers"
@@ -268,3 +274,27 @@ def test_a_worker_pool_runs_queued_jobs_one_after_another(tmp_path):
             assert len(its) == 3 and all(e["correct"] for e in its)
             assert events[-1]["event"] == "done"
         assert "iter 3/3 rank 0" in (tmp_path / f"run{n}" / "workers" / "rank0.out").read_text()
+
+
+def test_a_worker_pool_runs_queued_jobs_one_after_another(tmp_path):
+    """Pool mode (issue #6 §6): one process per rank runs several runs' jobs, each with its own
+    log, result check and exit code file, then leaves on `stop`."""
+    pool = _queue_jobs(tmp_path, 3)
+    spawn_ranks(3, _pool_child, lambda r: (r, str(pool)), timeout_s=120)
+    _check_pool_jobs(tmp_path, 3)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="setns needs root")
+def test_the_fork_server_forks_pool_workers_that_run_the_queue(tmp_path):
+    """workloads/zygote.py: torch imported once, one forked worker per rank in the given
+    network namespace (here our own), each serving the pool; exit codes recorded."""
+    pool = _queue_jobs(tmp_path, 3)
+    ranks = [{"rank": r, "netns_pid": os.getpid(), "nics": ["lo"], "out": str(pool / f"rank{r}.out")} for r in range(3)]
+    (pool / "ranks.json").write_text(json.dumps(ranks))
+    p = subprocess.run([sys.executable, "-m", "workloads.zygote", str(pool)], cwd=ROOT, capture_output=True,
+                       text=True, timeout=180)
+    assert p.returncode == 0, p.stderr[-2000:]
+    pids = json.loads((pool / "pids.json").read_text())
+    assert len(set(pids.values())) == 3 and os.getpid() not in pids.values()
+    assert [(pool / f"exit{r}").read_text() for r in range(3)] == ["0"] * 3
+    _check_pool_jobs(tmp_path, 3)
