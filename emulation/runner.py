@@ -237,7 +237,7 @@ class Experiment:
             self.active.remove(self.pool)
             self.pool = None
 
-    def _analyse_later(self, run, rdir, meta):
+    def _analyse_later(self, run, rdir):
         """Analyse the run in a child process at the lowest CPU priority, so that it overlaps
         the next run's measurement without taking CPU from its workers or OVS (the next
         run's fidelity check says whether it did); `_collect` takes the record."""
@@ -246,13 +246,13 @@ class Experiment:
                                 cwd=str(ROOT), start_new_session=True,  # Ctrl-C in the terminal: not its business
                                 preexec_fn=lambda: os.nice(19), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.state.add("pgids", proc.pid)
-        self.pending = (run, rdir, meta, proc, out, time.time())
+        self.pending = (run, rdir, proc, out)
 
     def _collect(self):
         """Wait for the pending analysis (if any) and record its run."""
         if self.pending is None:
             return
-        run, rdir, meta, proc, out, t0 = self.pending
+        run, rdir, proc, out = self.pending
         proc.wait()  # a signal here leaves it pending: the teardown collects it
         self.pending = None
         got = json.loads(out.read_text()) if out.exists() else {"ok": False, "error": "the analysis left no result"}
@@ -360,7 +360,7 @@ class Experiment:
         self._collect()  # the previous run's analysis, which ran while this one measured
         if meta["status"] == "ok" and interrupted is None and self.cfg.analyse_in_background:
             self.log(f"  analysing {rdir.name} (in the background, during the next run)")
-            self._analyse_later(run, rdir, meta)
+            self._analyse_later(run, rdir)
             return "ok", None
         self.log(f"  analysing {rdir.name}")
         try:

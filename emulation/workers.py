@@ -54,21 +54,8 @@ def write_job(run, cfg, run_dir: Path, groups: list) -> Path:
     return path
 
 
-def _spawn(net, topo, hosts: list, args: list, out_of, state) -> dict:
-    """One `python -m workloads.worker ARGS --rank R --nics ...` per host, in its namespace."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
-               PYTHONUNBUFFERED="1")
-    procs = {}
-    for rank, host in enumerate(hosts):
-        nics = ",".join(n.name for n in topo.host_nics(host))
-        out = open(out_of(rank), "w")
-        cmd = [sys.executable, "-m", "workloads.worker", *args, "--rank", str(rank), "--nics", nics]
-        # mnexec -d makes each worker a session leader: its pid is its process group
-        p = net.host(host).popen(cmd, stdout=out, stderr=out, cwd=str(ROOT), env=env)
-        out.close()
-        procs[rank] = p
-        state.add("pgids", p.pid)
-    return procs
+def _worker_env() -> dict:
+    return dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONUNBUFFERED="1")
 
 
 class _Forked:
@@ -79,11 +66,8 @@ class _Forked:
         self.pid, self.exit_file = pid, exit_file
 
     def poll(self):
-        if self.exit_file.exists():
-            try:
-                return int(self.exit_file.read_text().strip())
-            except ValueError:
-                return None
+        if self.exit_file.exists():  # written whole (os.replace) by the zygote
+            return int(self.exit_file.read_text())
         return None if os.path.exists(f"/proc/{self.pid}") else -1
 
     def wait(self, timeout: float | None = None):
@@ -113,11 +97,9 @@ class Pool:
         ranks = [{"rank": r, "netns_pid": net.host(h).pid, "nics": [n.name for n in topo.host_nics(h)],
                   "out": str(self.dir / f"rank{r}.out")} for r, h in enumerate(self.hosts)]
         (self.dir / "ranks.json").write_text(json.dumps(ranks, indent=1))
-        env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
-                   PYTHONUNBUFFERED="1")
         with open(self.dir / "zygote.out", "w") as out:
             self.zygote = subprocess.Popen([sys.executable, "-m", "workloads.zygote", str(self.dir)], cwd=str(ROOT),
-                                           env=env, stdout=out, stderr=out, start_new_session=True)
+                                           env=_worker_env(), stdout=out, stderr=out, start_new_session=True)
         state.add("pgids", self.zygote.pid)
         deadline = time.time() + self.START_TIMEOUT
         pids_file = self.dir / "pids.json"
@@ -170,22 +152,25 @@ class Workers:
             self.procs = dict(self.pool.procs)
             self.pool.submit(self.job)
             return self
-        self.procs = _spawn(self.net, self.run.topology, self.run.hosts, ["--job", str(self.job)],
-                            lambda r: self.dir / f"rank{r}.out", self.state)
+        topo = self.run.topology
+        for rank, host in enumerate(self.run.hosts):
+            nics = ",".join(n.name for n in topo.host_nics(host))
+            out = open(self.dir / f"rank{rank}.out", "w")
+            cmd = [sys.executable, "-m", "workloads.worker", "--job", str(self.job),
+                   "--rank", str(rank), "--nics", nics]
+            # mnexec -d makes each worker a session leader: its pid is its process group
+            p = self.net.host(host).popen(cmd, stdout=out, stderr=out, cwd=str(ROOT), env=_worker_env())
+            out.close()
+            self.procs[rank] = p
+            self.state.add("pgids", p.pid)
         return self
 
     def _code(self, rank: int):
         """The rank's exit code for this run, None while it runs."""
-        code = self.procs[rank].poll()
-        if self.pool is None:
-            return code
         f = self.dir / f"rank{rank}.exit"
-        if f.exists():
-            try:
-                return int(f.read_text().strip() or 1)
-            except ValueError:
-                return None  # being written
-        return code if code is not None else None  # the pool process died without a word: its code
+        if self.pool is not None and f.exists():  # written whole (os.replace) by the worker
+            return int(f.read_text())
+        return self.procs[rank].poll()  # own process, or a pool process that died without a word
 
     def wait_connected(self, timeout: float) -> float:
         """Wait until every rank has built its Gloo groups (its log says "connected")."""

@@ -7,8 +7,14 @@ new algorithm's test only writes its child.
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import queue
+import subprocess
+import sys
 import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def spawn_ranks(world: int, target, make_args, timeout_s: float) -> dict:
@@ -44,3 +50,22 @@ def written_bytes() -> int | None:
             return next(int(line.split()[1]) for line in f if line.startswith("wchar"))
     except (OSError, StopIteration):
         return None
+
+
+def run_worker_processes(job_path, world: int, nics: str = "lo", timeout: float = 60) -> tuple[list, list]:
+    """`python -m workloads.worker --job JOB --rank R --nics NICS` for every rank, as the runner
+    starts them (on localhost); -> (return codes, [(stdout, stderr)]). Killed past `timeout`."""
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    procs = [subprocess.Popen([sys.executable, "-m", "workloads.worker", "--job", str(job_path), "--rank", str(r),
+                               "--nics", nics], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for r in range(world)]
+    outputs = []
+    try:
+        for p in procs:
+            outputs.append(p.communicate(timeout=timeout))
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    return [p.returncode for p in procs], outputs

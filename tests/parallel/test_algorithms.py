@@ -9,10 +9,7 @@ does and read the JSONL logs.
 """
 import json
 import multiprocessing as mp
-import os
 import re
-import subprocess
-import sys
 import traceback
 from pathlib import Path
 
@@ -22,11 +19,10 @@ import torch
 from workloads.algorithms import base
 from workloads.comm import Comm
 from workloads.gradients import GradientStream
-from tests.parallel.spawn import spawn_ranks, written_bytes
+from tests.parallel.spawn import run_worker_processes, spawn_ranks, written_bytes
 
 pytestmark = pytest.mark.parallel
 
-REPO = Path(__file__).resolve().parents[2]
 WORLDS = (1, 2, 3, 4, 7)
 SIZES = (1, 5, 1000, 12347, 1_300_003)  # < N, uneven, and > 4 MiB (Gloo's many-segment path)
 HEADER_SLACK = 256  # bytes per message Gloo adds to the payload in wchar (exactly GLOO_FRAMING_BYTES = 144)
@@ -198,20 +194,7 @@ def _job(tmp_path, name, workers, servers=0, iters=3, warmup=1, crash=None, time
 
 
 def _run_workers(path, world, timeout=60):
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    procs = [subprocess.Popen([sys.executable, "-m", "workloads.worker", "--job", str(path), "--rank", str(r),
-                               "--nics", "lo"], cwd=REPO, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for r in range(world)]
-    outputs = []
-    try:
-        for p in procs:
-            outputs.append(p.communicate(timeout=timeout))
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-    return [p.returncode for p in procs], outputs
+    return run_worker_processes(path, world, timeout=timeout)
 
 
 def _events(job, rank):

@@ -7,12 +7,8 @@ the bytes handed to the switch groups (= traffic(plan)), what the process wrote 
 `python -m workloads.worker` on a BML job, as the runner does, and reads the JSONL logs.
 """
 import json
-import os
-import subprocess
-import sys
 import traceback
 from collections import defaultdict
-from pathlib import Path
 
 import pytest
 import torch
@@ -20,11 +16,10 @@ import torch
 from workloads.algorithms import base, bml
 from workloads.comm import Comm
 from workloads.gradients import GradientStream
-from tests.parallel.spawn import spawn_ranks, written_bytes
+from tests.parallel.spawn import run_worker_processes, spawn_ranks, written_bytes
 
 pytestmark = pytest.mark.parallel
 
-REPO = Path(__file__).resolve().parents[2]
 SHAPES = ((2, 2), (3, 2))
 SIZES = (1, 7, 1000, 12347, 1_300_003)  # < k*N (empty blocks), uneven, and several MiB
 HEADER_SLACK = 512  # bytes per message Gloo may add to the payload
@@ -129,20 +124,8 @@ def test_worker_process_runs_bml_with_switch_groups(tmp_path):
            "timeout_s": 30, "crash": None}
     path = tmp_path / "job.json"
     path.write_text(json.dumps(job))
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    procs = [subprocess.Popen([sys.executable, "-m", "workloads.worker", "--job", str(path), "--rank", str(r),
-                               "--nics", ",".join(["lo"] * k)], cwd=REPO, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for r in range(n**k)]
-    outputs = []
-    try:
-        for p in procs:
-            outputs.append(p.communicate(timeout=60))
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-    assert [p.returncode for p in procs] == [0] * n**k, [err for _, err in outputs]
+    codes, outputs = run_worker_processes(path, n**k, nics=",".join(["lo"] * k))
+    assert codes == [0] * n**k, [err for _, err in outputs]
     total = job["warmup"] + job["iters"]
     for rank in range(n**k):
         with open(tmp_path / "workers" / f"rank{rank}.jsonl") as f:

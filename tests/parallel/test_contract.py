@@ -18,9 +18,7 @@ import torch
 from workloads import worker
 from workloads.algorithms import base
 from workloads.comm import Comm
-from tests.parallel.spawn import spawn_ranks
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.parallel.spawn import REPO, spawn_ranks
 
 pytestmark = pytest.mark.parallel
 
@@ -291,7 +289,7 @@ def test_the_fork_server_forks_pool_workers_that_run_the_queue(tmp_path):
     pool = _queue_jobs(tmp_path, 3)
     ranks = [{"rank": r, "netns_pid": os.getpid(), "nics": ["lo"], "out": str(pool / f"rank{r}.out")} for r in range(3)]
     (pool / "ranks.json").write_text(json.dumps(ranks))
-    p = subprocess.run([sys.executable, "-m", "workloads.zygote", str(pool)], cwd=ROOT, capture_output=True,
+    p = subprocess.run([sys.executable, "-m", "workloads.zygote", str(pool)], cwd=REPO, capture_output=True,
                        text=True, timeout=180)
     assert p.returncode == 0, p.stderr[-2000:]
     pids = json.loads((pool / "pids.json").read_text())

@@ -8,11 +8,7 @@ the bytes and messages handed to Comm equal traffic(plan).
 """
 import hashlib
 import json
-import os
-import subprocess
-import sys
 import traceback
-from pathlib import Path
 
 import pytest
 import torch
@@ -21,11 +17,10 @@ from topologies.spec import build
 from workloads.algorithms import base
 from workloads.comm import Comm
 from workloads.gradients import GradientStream
-from tests.parallel.spawn import spawn_ranks
+from tests.parallel.spawn import run_worker_processes, spawn_ranks
 
 pytestmark = pytest.mark.parallel
 
-REPO = Path(__file__).resolve().parents[2]
 
 WORLDS = (2, 3, 4, 5)
 SIZES = (1, 7, 12347, 300_003)  # fewer elements than trees, uneven, many chunks per tree
@@ -146,18 +141,8 @@ def test_worker_processes_run_a_forest_job(tmp_path):
            "timeout_s": 30, "crash": None}
     path = tmp_path / "job.json"
     path.write_text(json.dumps(job))
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    procs = [subprocess.Popen([sys.executable, "-m", "workloads.worker", "--job", str(path), "--rank", str(r),
-                               "--nics", "lo"], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True) for r in range(workers)]
-    try:
-        outputs = [p.communicate(timeout=60) for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-    assert [p.returncode for p in procs] == [0] * workers, [err for _, err in outputs]
+    codes, outputs = run_worker_processes(path, workers)
+    assert codes == [0] * workers, [err for _, err in outputs]
     for rank in range(workers):
         with open(tmp_path / "workers" / f"rank{rank}.jsonl") as f:
             events = [json.loads(line) for line in f]
