@@ -99,7 +99,7 @@ def sync_times(log_dir: Path, workers: int, logs: dict | None = None) -> dict:
             elif kind == "stage":
                 stages += 1
             elif kind == "train":
-                training.append((ev["iter"], ev["loss"], ev["accuracy"]))
+                training.append((ev["iter"], ev["loss"], ev["accuracy"], ev.get("t")))
     sync, iteration, backward = [], [], []
     jct = None
     if per_iter:
@@ -124,8 +124,61 @@ def sync_times(log_dir: Path, workers: int, logs: dict | None = None) -> dict:
             "correct": correct and bool(sync),
             "errors": errors, "ranks_done": done, "stage_events": stages,
             "training": {"iter": [t[0] for t in sorted(training)], "loss": [t[1] for t in sorted(training)],
-                         "accuracy": [t[2] for t in sorted(training)]} if training else None,
+                         "accuracy": [t[2] for t in sorted(training)],
+                         # since the first iteration began (warmup included): compute, sync and checks
+                         "seconds": [None if t[3] is None else float(t[3]) - t_first for t in sorted(training)]}
+            if training else None,
             "complete_iters": sum(len(v) >= workers for v in worker_ranks.values())}
+
+
+def phase_bytes(logs: dict, workers: int) -> dict:
+    """{phase: payload bytes one sync put on the wire in it, mean over the measured syncs}, from
+    the ranks' `stage` events that carry bytes (PS-shaped algorithms: push = workers to
+    owners, pull = owners to workers); {} when none does."""
+    warm = {ev["iter"] for events in logs.values() for ev in events
+            if ev.get("event") == "iter" and ev.get("warmup")}
+    totals: dict = {}
+    iters: set = set()
+    for events in logs.values():
+        for ev in events:
+            if ev.get("event") == "stage" and "bytes" in ev and ev.get("iter") not in warm and "phase" in ev:
+                totals[ev["phase"]] = totals.get(ev["phase"], 0) + int(ev["bytes"])
+                iters.add(ev.get("iter"))
+    return {phase: b / len(iters) for phase, b in totals.items()} if iters else {}
+
+
+def observed_summary(logs: dict, workers: int) -> dict:
+    """Means over the measured iterations of what the workers observed (`state.observed`):
+    the zero-block fraction of the block-sparse algorithms, the block sizes used (DFS's choice)."""
+    zero, used = [], {}
+    for rank, events in logs.items():
+        if rank >= workers:
+            continue
+        for ev in events:
+            obs = ev.get("observed") if ev.get("event") == "iter" and not ev.get("warmup") else None
+            if not obs:
+                continue
+            if obs.get("zero_block_fraction") is not None:
+                zero.append(float(obs["zero_block_fraction"]))
+            if rank == 0 and obs.get("block") is not None:
+                used[int(obs["block"])] = used.get(int(obs["block"]), 0) + 1
+    out = {}
+    if zero:
+        out["zero_block_fraction"] = statistics.fmean(zero)
+    if used:
+        out["blocks_used"] = {str(b): n for b, n in sorted(used.items())}  # block size -> iterations
+    return out
+
+
+def time_to_accuracy(training: dict | None, target: float | None) -> dict | None:
+    """The first evaluation at or above `target` accuracy: {target, iter, seconds} (seconds
+    since the first iteration began); iter and seconds None when it was never reached."""
+    if not training or target is None:
+        return None
+    for it, acc, sec in zip(training["iter"], training["accuracy"], training.get("seconds") or []):
+        if acc >= target:
+            return {"target": target, "iter": it, "seconds": sec}
+    return {"target": target, "iter": None, "seconds": None}
 
 
 def compare(expected: dict, measured: dict, floor: float) -> dict:
@@ -385,6 +438,9 @@ def analyze_run(run_dir: Path) -> dict:
         "jct_seconds": times["jct_seconds"],
         "iterations_span_seconds": times["span_seconds"],  # warmup included (throughput)
         "training": times["training"],
+        "time_to_accuracy": time_to_accuracy(times["training"], job.get("target_accuracy")),
+        "phase_bytes_per_sync": phase_bytes(logs, workers),
+        **observed_summary(logs, workers),
         "median_sync_seconds": statistics.median(times["sync_seconds"]) if times["sync_seconds"] else None,
         "bound_seconds": bound_seconds(topo, ports_sync),
         "bound_nonblocking_seconds": bound_seconds(topo, per_sync),

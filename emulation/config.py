@@ -63,9 +63,12 @@ class RunConfig:
     # the real cluster a run stands for, by its all-reduce cost model (MG-WFBP's a, b): the
     # runner measures the emulated a, b and scales sizes and compute to it (linkmodel.stand_in)
     real_setting: dict | None = None  # {name, alpha (s), beta (s/byte), backward_s (optional, s)}
-    train: bool = False  # real training: LeNet-5 on scikit-learn's digits (model lenet5)
+    train: bool = False  # real training on scikit-learn's digits: model a key of models.TRAIN_MODELS
     lr: float = 0.1
     batch: int = 32  # per worker, in training mode
+    check_iters: int | None = None  # training: iterations checked against the oracle (None: all)
+    eval_every: int = 1  # training: rank 0 evaluates the held-out split every eval_every iterations
+    target_accuracy: float | None = None  # training: report the time and iterations to reach it
 
     def models(self) -> list[str]:
         return [self.model] if isinstance(self.model, str) else list(self.model)
@@ -174,8 +177,8 @@ def validate(cfg: RunConfig) -> list[PlannedRun]:
         base.get(a)
     from workloads import models  # torch import: only once the cheap checks passed
 
-    if cfg.train and (cfg.models() != ["lenet5"] or cfg.size_scale != 1.0):
-        raise ValueError("train: real training runs LeNet-5 on the digits: set model: lenet5 and size_scale: 1")
+    if cfg.train:
+        _check_training(cfg, models.TRAIN_MODELS)
     if not cfg.models():
         raise ValueError("no model given; valid: " + ", ".join(models.valid_specs()))
     loaded = []
@@ -255,6 +258,24 @@ def check_real_setting(real) -> None:
         if key in real and any(isinstance(x, bool) or not isinstance(x, (int, float)) or not x > 0 for x in values):
             raise ValueError(f"real_setting {key}={v!r} must be a number > 0 (alpha s, beta s/byte; backward_s s, "
                              "or {model: s})")
+
+
+def _check_training(cfg: RunConfig, train_models) -> None:
+    """Real training: every model one the digits trainer knows, unscaled; its own options sane."""
+    bad = [m for m in cfg.models() if m not in train_models]
+    if bad or cfg.size_scale != 1.0:
+        raise ValueError(f"train: real training needs model(s) among {', '.join(train_models)} and size_scale 1, "
+                         f"got model {', '.join(cfg.models())}, size_scale {cfg.size_scale:g}")
+    c = cfg.check_iters
+    if c is not None and (isinstance(c, bool) or not isinstance(c, int) or c < 0):
+        raise ValueError(f"check_iters={c!r} is invalid: must be an integer >= 0 (iterations checked "
+                         "against the oracle) or null (all)")
+    e = cfg.eval_every
+    if isinstance(e, bool) or not isinstance(e, int) or e < 1:
+        raise ValueError(f"eval_every={e!r} is invalid: must be an integer >= 1")
+    t = cfg.target_accuracy
+    if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t <= 1):
+        raise ValueError(f"target_accuracy={t!r} is invalid: must be a fraction in (0, 1]")
 
 
 def _check_numbers(cfg: RunConfig) -> None:

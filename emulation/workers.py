@@ -39,6 +39,8 @@ def write_job(run, cfg, run_dir: Path, groups: list) -> Path:
         "timeout_s": max(30.0, float(cfg.timeout)), "crash": cfg.crash,
         "hosts": run.hosts, "dtype_bytes": base.DTYPE_BYTES, "go_file": str(run_dir / "go"),
         "train": bool(cfg.train), "lr": cfg.lr, "batch": cfg.batch, "sparsity": cfg.sparsity,
+        **({"train_model": run.model.spec, "check_iters": cfg.check_iters, "eval_every": cfg.eval_every,
+            "target_accuracy": cfg.target_accuracy} if cfg.train else {}),
         "background": list(getattr(run, "background", None) or []),  # flows the analysis keeps apart
     }
     algo = base.get(run.algorithm)

@@ -342,3 +342,46 @@ def test_block_topk_hand_cases():
     assert x.tolist()[3] == 3  # input untouched
     with pytest.raises(ValueError, match="budget"):
         sparse.block_topk(x, 3, 0)
+
+
+def _brute_keep(energy, block, size, budget):
+    """block_topk's rule by a full Python sort: descending energy, ties to the lower index."""
+    n = energy.numel()
+    order = sorted(range(n), key=lambda i: (-float(energy[i]), i))
+    sizes = [block] * (n - 1) + [size - (n - 1) * block]
+    total, fitting = 0, 0
+    for i in order:
+        total += sizes[i]
+        if total > budget:
+            break
+        fitting += 1
+    mask = torch.zeros(n, dtype=torch.bool)
+    mask[order[:min(max(fitting, 1), int((energy > 0).sum()))]] = True
+    return mask
+
+
+def test_block_keep_selects_the_prefix_a_full_sort_would():
+    """The selection (kthvalue, then a sort of the blocks above it) keeps exactly the blocks a
+    full stable sort keeps, with many ties, zero blocks and short last blocks."""
+    g = torch.Generator().manual_seed(1)
+    for _ in range(2000):
+        n = int(torch.randint(1, 30, (1,), generator=g))
+        block = int(torch.randint(1, 6, (1,), generator=g))
+        size = (n - 1) * block + int(torch.randint(1, block + 1, (1,), generator=g))
+        energy = torch.randint(0, 4, (n,), generator=g).to(torch.float64)
+        budget = int(torch.randint(1, size + 3, (1,), generator=g))
+        assert torch.equal(sparse.block_keep(energy, block, size, budget), _brute_keep(energy, block, size, budget))
+
+
+@pytest.mark.parametrize("d", [1, 15, 16, 1000, 4097])
+def test_block_energies_in_one_pass_equal_each_size_alone(d):
+    x = torch.randn(d, generator=torch.Generator().manual_seed(d))
+    sizes = [16, 32, 64, 256]
+    together = sparse.block_energies(x, sizes)
+    for b in sizes:
+        alone = sparse.block_energies(x, [b])[b]
+        assert together[b].shape == (-(-d // b),) and torch.allclose(together[b], alone, rtol=1e-12, atol=0)
+        assert torch.equal(sparse.block_topk(x, b, max(1, d // 10), together[b])[1],
+                           sparse.block_topk(x, b, max(1, d // 10))[1])
+    odd = sparse.block_energies(x, [3, 4])  # not multiples of one another: each size alone
+    assert torch.allclose(odd[3], (torch.cat([x, x.new_zeros(-d % 3)]).view(-1, 3).double() ** 2).sum(1))

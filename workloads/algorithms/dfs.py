@@ -13,7 +13,8 @@ W workers, d elements, k = ceil(density x d) (`topk.k_of`), candidate block size
 iteration t every rank uses the same block size b_t (b_0 = `blocks.first_block(B)`, the
 candidate nearest OmniReduce's 256):
 1. acc = gradient + residual (`sparse.Residual` in `state.memory`; error feedback).
-2. For every candidate b in B: `sparse.block_topk(acc, b, k)`, the blocks of largest L2
+2. For every candidate b in B: `sparse.block_topk` at b (energies from one pass,
+   `sparse.block_energies`), the blocks of largest L2
    norm whose elements fit the budget k (at least one block; never a zero block). The
    result at b_t is what is sent; at the other candidates only how many blocks it keeps in
    each shard of that candidate's layout matters (c_w,s(b)).
@@ -45,7 +46,7 @@ from workloads.algorithms import _blocksparse as bs
 from workloads.algorithms.base import Algorithm, Option, number
 from workloads.algorithms.topk import DENSITY, reference_memory, residual_of
 from workloads.gradients import as_flat
-from workloads.sparse import block_topk, blocks_to_indices
+from workloads.sparse import block_energies, block_keep, blocks_to_indices, keep_blocks
 
 DEFAULT_BLOCKS = "16:32:64:128:256:512:1024"  # as a spec writes it (the default is shown, not parsed)
 
@@ -106,13 +107,14 @@ def rules(plan: dict) -> bs.Rules:
 def contribution(plan: dict, acc, block: int) -> bs.Contribution:
     """Steps 2-3 for one worker: the blocks it sends at `block`, its counts at every candidate."""
     cands, d, k, parts = plan["blocks"], plan["elements"], plan["k"], len(plan["owners"])
-    counts, sent = [], None
+    counts, mask = [], None
+    energies = block_energies(acc, cands)  # one pass over acc for every candidate
     for b in cands:
-        x, mask = block_topk(acc, b, k)
-        counts.append([int(mask[s:e].sum()) for s, e in blocks.shard_blocks(d, b, parts)])
+        kept = block_keep(energies[b], b, d, k)
+        counts.append([int(kept[s:e].sum()) for s, e in blocks.shard_blocks(d, b, parts)])
         if b == block:
-            sent = (x, mask)
-    x, mask = sent
+            mask = kept
+    x = keep_blocks(acc, mask, block)
     up_meta = [[block] + [row[s] for row in counts] for s in range(parts)]
     return bs.Contribution(block, x, mask, blocks_to_indices(mask, block, d), up_meta)
 
