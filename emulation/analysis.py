@@ -149,8 +149,9 @@ def phase_bytes(logs: dict, workers: int) -> dict:
 
 def observed_summary(logs: dict, workers: int) -> dict:
     """Means over the measured iterations of what the workers observed (`state.observed`):
-    the zero-block fraction of the block-sparse algorithms, the block sizes used (DFS's choice)."""
-    zero, used = [], {}
+    the compressor's time per sync (`sparsify_seconds`), the zero-block fraction of the
+    block-sparse algorithms, the block sizes used (DFS's choice)."""
+    zero, used, sparsify = [], {}, []
     for rank, events in logs.items():
         if rank >= workers:
             continue
@@ -158,11 +159,15 @@ def observed_summary(logs: dict, workers: int) -> dict:
             obs = ev.get("observed") if ev.get("event") == "iter" and not ev.get("warmup") else None
             if not obs:
                 continue
+            if obs.get("sparsify_seconds") is not None:
+                sparsify.append(float(obs["sparsify_seconds"]))
             if obs.get("zero_block_fraction") is not None:
                 zero.append(float(obs["zero_block_fraction"]))
             if rank == 0 and obs.get("block") is not None:
                 used[int(obs["block"])] = used.get(int(obs["block"]), 0) + 1
     out = {}
+    if sparsify:  # the compressor's CPU time per sync (inside the sync time): residual, selection, blocks
+        out["sparsify_seconds"] = statistics.fmean(sparsify)
     if zero:
         out["zero_block_fraction"] = statistics.fmean(zero)
     if used:

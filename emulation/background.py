@@ -25,6 +25,37 @@ from emulation.state import stop_procs
 PORT_BASE = 5301  # flow i: TCP port PORT_BASE + i (Gloo's ports are ephemeral, > 32768)
 MAX_FLOWS = 64
 MAX_MBPS = 1000.0
+PROBE_SECONDS = 3.0  # a background probe: about 4 one-second intervals once the flow started
+
+
+_UNITS = {"bits/sec": 1e-6, "Kbits/sec": 1e-3, "Mbits/sec": 1.0, "Gbits/sec": 1e3}
+
+
+def interval_rates(text: str) -> list[tuple[float, float]]:
+    """[(interval end s, Mbit/s)] of an iperf3 client's interval lines (`-i 1`), in order; the
+    summary lines (sender/receiver totals) are left out."""
+    out = []
+    for line in text.splitlines():
+        parts = line.replace("[", " ").replace("]", " ").split()
+        if "sec" not in parts or "sender" in parts or "receiver" in parts:
+            continue
+        try:
+            span = parts[parts.index("sec") - 1]
+            unit = next(u for u in parts if u in _UNITS)
+            value = float(parts[parts.index(unit) - 1])
+            end = float(span.split("-")[1])
+        except (StopIteration, ValueError, IndexError):
+            continue
+        out.append((end, value * _UNITS[unit]))
+    return out
+
+
+def probe_rate(text: str, skip_s: float = 1.0) -> float | None:
+    """A flow's rate from its interval lines: the mean after the first `skip_s` seconds (TCP's
+    slow start), else of every interval; None without any."""
+    rates = interval_rates(text)
+    settled = [r for end, r in rates if end > skip_s + 1e-9] or [r for _, r in rates]
+    return sum(settled) / len(settled) if settled else None
 
 
 def _rate(value, item) -> float | None:
@@ -127,6 +158,20 @@ class Background:
                 raise RuntimeError(f"background flow {label(f)} did not start: {tail[0] if tail else 'no output'}")
         self.log(f"  background: {len(self.flows)} flow(s) running: {'; '.join(label(f) for f in self.flows)}")
         return self
+
+    def measure(self, seconds: float = PROBE_SECONDS) -> list[dict]:
+        """Probe before the workers start: let the flows run `seconds` more, then each flow's
+        rate from its interval reports (`probe_rate`). Returns the flows with `measured_mbps`
+        (None when iperf3 reported nothing)."""
+        time.sleep(seconds)
+        out = []
+        for i, f in enumerate(self.flows):
+            log = self.dir / f"flow{i}.log"
+            rate = probe_rate(log.read_text(errors="replace")) if log.exists() else None
+            out.append(dict(f, measured_mbps=None if rate is None else round(rate, 3)))
+        self.log("  background probe: " + "; ".join(
+            f"{label(f)} {f['measured_mbps'] if f['measured_mbps'] is not None else '?'} Mbit/s" for f in out))
+        return out
 
     def stop(self) -> None:
         stop_procs(self.procs, grace=1.0)

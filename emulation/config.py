@@ -153,7 +153,8 @@ class PlannedRun:
                                      (l.name, l.numel, l.backward_s) for l in self.model.layers),
                                  nics=len(self.topology.host_nics(all_hosts[0])), topology=self.topology,
                                  hosts=tuple(self.hosts), options=dict(self.options),
-                                 size_scale=self.size_scale, link=self.link)
+                                 size_scale=self.size_scale, link=self.link,
+                                 background=tuple(dict(f) for f in self.background))
 
 
 def validate(cfg: RunConfig) -> list[PlannedRun]:

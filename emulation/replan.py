@@ -9,6 +9,8 @@ input still fails at once. After the network is up, the runner measures what som
    time x D, so a : (b x size) and compute : communication are the real setting's);
 2. plans again with the measured link model in `PlanContext.link`;
 3. records what it did (`stand_in`), which the run's summary and report show.
+The same holds for planners that read the background flows' rates (`needs_background`,
+`apply_background`): the runner measures them once the flows run, before the workers start.
 Pure: runs and measurements in, runs out; the runner writes the plan actually used into job.json.
 """
 from __future__ import annotations
@@ -44,6 +46,18 @@ def apply_link(run, link: LinkModel, real_setting: dict | None, raw_model=None) 
     run.link = link
     _, run.plan = base.plan_for(run.algorithm, run.context())
     return record
+
+
+def needs_background(run) -> bool:
+    """Does this run's planner read the background flows' measured rates, and has it any?"""
+    return bool(getattr(run, "background", None)) and "background" in base.get(run.algorithm).needs
+
+
+def apply_background(run, measured: list) -> None:
+    """Re-plan `run` (in place) with its background flows as measured once they ran
+    (`Background.measure`: each flow with `measured_mbps`)."""
+    run.background = [dict(f) for f in measured]
+    _, run.plan = base.plan_for(run.algorithm, run.context())
 
 
 def real_backward_s(real_setting: dict, model_spec: str) -> float | None:

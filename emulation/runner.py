@@ -318,6 +318,9 @@ class Experiment:
         interrupted = None
         try:
             bg.start()  # concurrent jobs run before, during and after the workers
+            if replan.needs_background(run):  # its planner packs what the flows leave: probe them, plan again
+                replan.apply_background(run, bg.measure())
+                write_job(run, cfg, rdir, base.get(run.algorithm).groups(run.plan))  # before any worker reads it
             workers.start()
             connect_s = workers.wait_connected(cfg.timeout)
             # capture and CPU monitor cover the iterations only: start-up (torch imports,

@@ -114,6 +114,31 @@ def overlay_from_topology(topo, hosts, nics: int | None = None) -> Overlay:
     return Overlay(len(hosts), nics, capacity, routes, "topology")
 
 
+def background_load(topo, flows) -> tuple[dict, list]:
+    """({link id: bytes/s the background flows take}, notes): each flow's rate on every link of
+    its route (`Topology.route` to the destination's first NIC, as iperf3 targets it). The rate
+    is the one measured before the run (`measured_mbps`, the runner's probe) when there is one,
+    else the declared pacing (`mbps`); an unlimited flow that was not measured takes what TCP
+    leaves it, unknown: it is left out and named in the notes."""
+    load, notes = {}, []
+    for f in flows:
+        rate = f.get("measured_mbps") if f.get("measured_mbps") is not None else f.get("mbps")
+        if not rate:
+            notes.append(f"background flow {f['src']}->{f['dst']} is unlimited and was not measured: its rate is "
+                         "unknown, so the capacities it crosses stay as configured")
+            continue
+        for tx, _ in topo.route(f["src"], topo.host_nics(f["dst"])[0].ip):
+            load[tx] = load.get(tx, 0.0) + float(rate) * 1e6 / 8
+    return load, notes
+
+
+def less_load(ov: Overlay, load: dict, floor: float = 0.05) -> Overlay:
+    """The overlay with `load` (bytes/s per link) taken off each link's capacity, never below
+    `floor` of it (a link the background fills is slow for the trees, not absent)."""
+    capacity = {e: max(c - load.get(e, 0.0), floor * c) for e, c in ov.capacity.items()}
+    return Overlay(ov.size, ov.nics, capacity, ov.routes, ov.source)
+
+
 def overlay_from_graph(graph: nx.DiGraph, workers, capacity: str = "capacity") -> Overlay:
     """Shortest-hop routes over a directed graph whose edges carry `capacity` (bytes/s);
     for hand-made networks in tests and notes. Links are named (u, v)."""
@@ -497,16 +522,20 @@ def tree_loads(ov: Overlay, trees, rates) -> dict:
 
 
 # --- the cut bound ------------------------------------------------------------------------------
-def physical_graph(topo) -> nx.DiGraph:
-    """Nodes of a Topology and its links as two directed edges with `capacity` in bytes/s."""
+def physical_graph(topo, load: dict | None = None, floor: float = 0.05) -> nx.DiGraph:
+    """Nodes of a Topology and its links as two directed edges with `capacity` in bytes/s;
+    with `load` ({transmitting interface: bytes/s}, `background_load`), what is left of each
+    direction after it (never below `floor` of the link, as `less_load`)."""
+    load = load or {}
     g = nx.DiGraph()
     for name, node in topo.nodes.items():
         g.add_node(name, kind=node.kind, role=node.role)
     for link in topo.links:
         a, b = topo.intfs[link.a].node, topo.intfs[link.b].node
-        for u, v in ((a, b), (b, a)):
+        for (u, v), tx in (((a, b), link.a), ((b, a), link.b)):
+            full = link.bw * 1e6 / 8
             old = g.edges[u, v]["capacity"] if g.has_edge(u, v) else 0.0
-            g.add_edge(u, v, capacity=old + link.bw * 1e6 / 8)
+            g.add_edge(u, v, capacity=old + max(full - load.get(tx, 0.0), floor * full))
     return g
 
 

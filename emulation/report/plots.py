@@ -129,21 +129,33 @@ def plot_sync_times(runs: list[RunData], out: Path) -> Path | None:
 
 
 def plot_training(runs: list[RunData], out: Path) -> Path | None:
-    """Held-out loss and accuracy per iteration of the runs that trained (LeNet-5 on digits)."""
+    """Held-out loss and accuracy of the runs that trained (real training on the digits): per
+    iteration, and accuracy against wall seconds since the run's first iteration, where the
+    time to an accuracy can be read off; one row per model."""
     series = [(rd, rd.run.get("training")) for rd in runs if rd.run.get("training")]
     if not series:
         return None
-    fig = Figure(figsize=(10, 4), dpi=DPI)
-    ax1, ax2 = fig.subplots(1, 2)
-    for i, (rd, t) in enumerate(series):
-        ax1.plot(t["iter"], t["loss"], color=f"C{i % 10}", label=rd.label)
-        ax2.plot(t["iter"], t["accuracy"], color=f"C{i % 10}", label=rd.label)
-    ax1.set(title="Held-out loss", xlabel="iteration", ylabel="cross-entropy")
-    ax2.set(title="Held-out accuracy", xlabel="iteration", ylabel="accuracy", ylim=(0, 1))
-    for ax in (ax1, ax2):
-        ax.grid(alpha=0.3)
-    ax2.legend(fontsize=7, loc="lower right")
-    fig.suptitle("LeNet-5 on scikit-learn digits, synchronized data-parallel SGD")
+    model_names = list(dict.fromkeys(str(rd.run.get("model")) for rd, _ in series))
+    fig = Figure(figsize=(14, 4 * len(model_names)), dpi=DPI)
+    axes = fig.subplots(len(model_names), 3, squeeze=False)
+    for row, model in zip(axes, model_names):
+        ax1, ax2, ax3 = row
+        for i, (rd, t) in enumerate(series):
+            if str(rd.run.get("model")) != model:
+                continue
+            label = f"#{rd.index} {rd.run.get('algo_spec') or rd.run.get('algorithm')}"
+            ax1.plot(t["iter"], t["loss"], color=f"C{i % 10}", label=label)
+            ax2.plot(t["iter"], t["accuracy"], color=f"C{i % 10}", label=label)
+            if t.get("seconds") and None not in t["seconds"]:
+                ax3.plot(t["seconds"], t["accuracy"], color=f"C{i % 10}", label=label)
+        ax1.set(title=f"{model}: held-out loss", xlabel="iteration", ylabel="cross-entropy")
+        ax2.set(title=f"{model}: held-out accuracy", xlabel="iteration", ylabel="accuracy", ylim=(0, 1))
+        ax3.set(title=f"{model}: accuracy against time", xlabel="seconds since the first iteration (emulated)",
+                ylabel="accuracy", ylim=(0, 1))
+        for ax in row:
+            ax.grid(alpha=0.3)
+        ax2.legend(fontsize=7, loc="lower right")
+    fig.suptitle("Real training on scikit-learn's digits, synchronized data-parallel SGD")
     return save(fig, out / "training.png")
 
 

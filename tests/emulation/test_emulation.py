@@ -295,10 +295,12 @@ def test_layerwise_sparse_and_block_sparse_algorithms_end_to_end(tmp_path):
 
 
 def test_background_flows_are_kept_apart_and_workers_are_reused(tmp_path):
-    """Two concurrent-job flows across pods while ring and gloo run on pod 0 (issue #6 §2, §6):
-    the gradient bytes still match the closed form, the background bytes are reported apart,
-    and both runs were carried out by the same worker processes (one pool)."""
-    p = syncbed("run", "--topo", "fattree,k=4", "--algo", "ring,gloo", "--workers", "4", "--model", "synthetic,mb=1",
+    """Two concurrent-job flows across pods while ring, gloo and forest run on pod 0 (issue #6
+    §2, §6; issue #10 scenario 4 in small): the gradient bytes still match the closed form, the
+    background bytes are reported apart, the forest was planned again on the flows' rates as
+    probed before its workers started, and all runs were carried out by the same worker
+    processes (one pool)."""
+    p = syncbed("run", "--topo", "fattree,k=4", "--algo", "ring,gloo,forest", "--workers", "4", "--model", "synthetic,mb=1",
                 "--iters", "2", "--bw", "20", "--no-calibrate", "--background", "h1_0_2:h2_0_2",
                 "--background", "h1_1_2:h3_1_2:5", "--out", str(tmp_path))
     assert p.returncode == 0, p.stderr[-2000:]
@@ -315,5 +317,10 @@ def test_background_flows_are_kept_apart_and_workers_are_reused(tmp_path):
         assert not {"h1_0_2", "h2_0_2", "h1_1_2", "h3_1_2"} & set(run["hosts"])
         events = [json.loads(x) for x in (folder / run["dir"] / "workers" / "rank0.jsonl").read_text().splitlines()]
         pids.append(next(e["pid"] for e in events if e["event"] == "start"))
-    assert pids[0] == pids[1], "the second run should reuse the first run's worker processes"
+    assert pids[0] == pids[1] == pids[2], "later runs should reuse the first run's worker processes"
+    forest = summary["runs"][2]
+    assert forest["algorithm"] == "forest" and forest["background_source"] == "measured before the run"
+    measured = {f["src"]: f["measured_mbps"] for f in forest["background_flows"]}
+    assert measured["h1_0_2"] > 1 and 0 < measured["h1_1_2"] <= 5.5, measured
+    assert "background probe:" in p.stdout
     assert "background MB sent" in (folder / "report.md").read_text()

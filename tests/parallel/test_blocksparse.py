@@ -115,7 +115,10 @@ def test_block_sparse_algorithms_equal_their_references_through_the_worker(tmp_p
                 observed = dict(rec.observed[rank])
                 if chosen is not None and rank < workers:
                     observed.update(next_block=chosen[0], modelled_bytes=chosen[1])
-                assert e["observed"] == observed, (where, e["observed"], observed)
+                got = dict(e["observed"])
+                if rank < workers:  # the compressor's own time: measured, so not in the reference
+                    assert got.pop("sparsify_seconds") >= 0, where
+                assert got == observed, (where, e["observed"], observed)
             if sparsity is None and plan["algorithm"] == "omnireduce":
                 mine = [[f.dst, f.nic, f.bytes, f.messages] for f in algo.traffic(plan) if f.src == rank]
                 assert [e["sent"] for e in its] == [mine] * ITERS, what

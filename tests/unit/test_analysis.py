@@ -152,6 +152,32 @@ def test_sync_times_max_done_minus_max_ready(tmp_path):
     assert (r["ranks_done"], r["stage_events"], r["complete_iters"], r["errors"]) == (2, 3, 2, [])
 
 
+def test_phase_bytes_observations_and_time_to_accuracy(tmp_path):
+    """Bytes per phase per sync from the ranks' stage records (warmup left out), the workers'
+    zero-block fraction and block sizes, and the first evaluation at the target accuracy."""
+    stage = lambda i, phase, b: {"event": "stage", "iter": i, "phase": phase, "bytes": b}  # noqa: E731
+    obs = lambda z, b: {"zero_block_fraction": z, "block": b, "sparsify_seconds": z / 10}  # noqa: E731
+    logs = {0: [it(0, 0, 0, 1, warmup=True), stage(0, "push", 999), it(1, 1, 1, 2, observed=obs(0.5, 64)),
+                stage(1, "push", 10), stage(1, "pull", 30), it(2, 2, 2, 3, observed=obs(0.7, 256)),
+                stage(2, "push", 20), stage(2, "pull", 50),
+                {"event": "train", "iter": 1, "loss": 1.0, "accuracy": 0.5, "t": 2.0},
+                {"event": "train", "iter": 2, "loss": 0.5, "accuracy": 0.93, "t": 3.5}],
+            1: [it(1, 1, 1, 2, observed=obs(0.9, 64)), stage(1, "push", 10), stage(2, "push", 20)],
+            2: [it(1, 1, 1, 2, server=True, observed={"union_blocks": 3})]}  # a dedicated server
+    assert analysis.phase_bytes(logs, 2) == {"push": 30.0, "pull": 40.0}  # (10+10+20+20)/2, (30+50)/2
+    assert analysis.phase_bytes({0: [it(1, 0, 0, 1)]}, 1) == {}
+    summary = analysis.observed_summary(logs, 2)
+    assert summary == {"zero_block_fraction": pytest.approx(0.7), "blocks_used": {"64": 1, "256": 1},
+                       "sparsify_seconds": pytest.approx(0.07)}
+    for n, e in logs.items():
+        write_log(tmp_path, n, e)
+    training = analysis.sync_times(tmp_path, workers=2)["training"]
+    assert training["seconds"] == [2.0, 3.5]  # since the first iteration began (t_start 0)
+    assert analysis.time_to_accuracy(training, 0.9) == {"target": 0.9, "iter": 2, "seconds": 3.5}
+    assert analysis.time_to_accuracy(training, 0.95) == {"target": 0.95, "iter": None, "seconds": None}
+    assert analysis.time_to_accuracy(training, None) is None and analysis.time_to_accuracy(None, 0.9) is None
+
+
 def test_sync_times_one_wrong_worker_iteration_makes_it_incorrect(tmp_path):
     write_log(tmp_path, 0, [it(1, 0, 1, 2), it(2, 3, 4, 5)])
     write_log(tmp_path, 1, [it(1, 0, 1, 2), it(2, 3, 4, 5, correct=False)])

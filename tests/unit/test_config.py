@@ -167,6 +167,14 @@ def test_validate_dedicated_servers_only_for_ps():
      r"rate '0' must be Mbit/s in \(0, 1000\] or omitted for unlimited"),
     (dict(topologies=["fattree,k=4"], algorithms=["ring"], workers=4, background=[{"src": "h2_0_2"}]),
      r"keys are src, dst and optionally mbps"),
+    # real training (issue #9): a network the digits trainer knows, unscaled, sane options
+    (dict(train=True, model="vgg19"), r"train: real training needs model\(s\) among lenet5, resnet18, resnet20 "
+                                      r"and size_scale 1, got model vgg19, size_scale 1$"),
+    (dict(train=True, model="resnet18", size_scale=2), r"got model resnet18, size_scale 2$"),
+    (dict(train=True, model="lenet5", check_iters=-1), r"check_iters=-1 is invalid: must be an integer >= 0"),
+    (dict(train=True, model="lenet5", eval_every=0), r"eval_every=0 is invalid: must be an integer >= 1"),
+    (dict(train=True, model="lenet5", target_accuracy=90), r"target_accuracy=90 is invalid: must be a fraction "
+                                                           r"in \(0, 1\]"),
 ])
 def test_validate_rejects_bad_input_in_one_line(kw, pattern):
     one_line_error(config.validate, cfg(**kw), match=pattern)
@@ -265,3 +273,39 @@ def test_background_parse_forms():
     assert background.parse([{"src": "a", "dst": "b", "mbps": 2.5}])[0]["mbps"] == 2.5
     with pytest.raises(ValueError, match="at most 64"):
         background.parse(["a:b"] * 65)
+
+
+IPERF3_LOG = """Connecting to host 10.2.0.3, port 5301
+[  7] local 10.0.0.3 port 55018 connected to 10.2.0.3 port 5301
+[ ID] Interval           Transfer     Bitrate         Retr  Cwnd
+[  7]   0.00-1.00   sec  3.24 MBytes  27.2 Mbits/sec    0    122 KBytes
+[  7]   1.00-2.00   sec  1.79 MBytes  15.0 Mbits/sec    0    140 KBytes
+[  7]   2.00-3.00   sec  1.08 MBytes  9000 Kbits/sec    0    122 KBytes
+- - - - - - - - - - - - - - - - - - - - - - - - -
+[  7]   0.00-3.00   sec  6.11 MBytes  17.1 Mbits/sec    0             sender
+"""
+
+
+def test_background_probe_reads_iperf3_intervals_after_slow_start():
+    assert background.interval_rates(IPERF3_LOG) == [(1.0, 27.2), (2.0, 15.0), (3.0, 9.0)]
+    assert background.probe_rate(IPERF3_LOG) == pytest.approx(12.0)  # (15 + 9) / 2: the first second left out
+    assert background.probe_rate(IPERF3_LOG.split("[  7]   1.00")[0]) == pytest.approx(27.2)  # only one interval
+    assert background.probe_rate("iperf3: error - unable to connect") is None
+
+
+def test_forest_is_planned_again_with_the_measured_background():
+    """A forest run's planner reads the background flows (`needs`); once they run, the runner
+    measures them and plans again: the plan says which rates it used and shows both."""
+    from emulation import replan
+
+    runs = config.validate(cfg(topologies=["fattree,k=4"], algorithms=["forest", "ring"], workers=4,
+                               background=["h2_0_2:h3_1_3"]))
+    forest, ring = runs
+    assert replan.needs_background(forest) and not replan.needs_background(ring)
+    assert forest.plan["background_source"] == "declared" and forest.plan["capacity"] == "configured"
+    assert any("unlimited and was not measured" in n for n in forest.plan["notes"])
+    replan.apply_background(forest, [dict(f, measured_mbps=12.5) for f in forest.background])
+    assert forest.plan["background_source"] == "measured before the run" and forest.plan["capacity"] == "available"
+    assert forest.plan["background_flows"] == [{"src": "h2_0_2", "dst": "h3_1_3", "declared_mbps": None,
+                                                "measured_mbps": 12.5}]
+    assert "planned_seconds_configured" in forest.plan

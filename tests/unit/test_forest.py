@@ -71,9 +71,9 @@ def busiest_seconds(topo, hosts, flows) -> float:
     return max(b / (topo.link_of(link).bw * MBIT) for link, b in load.items())
 
 
-def plan(topo, hosts, elements=M // 4, spec="forest", nics=None):
+def plan(topo, hosts, elements=M // 4, spec="forest", nics=None, background=()):
     ctx = base.PlanContext(len(hosts), (elements,), nics=nics or len(topo.host_nics(hosts[0])), topology=topo,
-                           hosts=tuple(hosts))
+                           hosts=tuple(hosts), background=tuple(background))
     return base.plan_for(spec, ctx)
 
 
@@ -242,13 +242,30 @@ def test_no_packing_beats_the_cut_bound(name):
 def test_homogeneous_fattree_16_workers_ties_the_ring():
     topo = build("fattree,k=4")
     hosts = topo.hosts()
-    algo, p = plan(topo, hosts)
+    algo, p = plan(topo, hosts, spec="forest,fallback=none")
     ring_term = 2 * 15 * M / (16 * 20 * MBIT)
     assert p["planned_seconds"] <= 1.05 * ring_term
     assert math.isclose(p["bound_cut_seconds"], ring_term) and math.isclose(p["bound_rsag_seconds"], ring_term)
     assert p["planned_seconds"] >= p["bound_cut_seconds"] * (1 - 1e-9)
     # the planned time is exactly the busiest link of the plan's own traffic on the routes
     assert math.isclose(busiest_seconds(topo, hosts, algo.traffic(p)), p["planned_seconds"], rel_tol=1e-3)
+    assert "fallback" not in p and len(p["trees"]) > 1
+    # by default the ring, which reaches the bound here, is run instead of trees that tie it
+    ring_algo, ring_plan = plan(topo, hosts, spec="ring")
+    _, q = plan(topo, hosts)
+    assert q["fallback"] == "ring" and q["ring"] == ring_plan
+    assert math.isclose(q["ring_seconds"], busiest_seconds(topo, hosts, ring_algo.traffic(ring_plan)), rel_tol=1e-9)
+    assert math.isclose(q["ring_seconds"], ring_term, rel_tol=1e-3)
+    assert algo.traffic(q) == ring_algo.traffic(ring_plan)
+    assert algo.describe(q)["trees"] == 0 and algo.describe(q)["fallback"] == "ring"
+
+
+def test_the_ring_is_not_chosen_where_trees_are_faster():
+    topo = build("fattree,k=4")
+    hosts = topo.hosts()
+    topo.set_bandwidth({h: 5.0 for h in hosts[::4]})
+    _, p = plan(topo, hosts)
+    assert "fallback" not in p and p["ring_seconds"] > 1.5 * p["planned_seconds"]
 
 
 def test_quarter_of_hosts_slower_beats_the_ring_and_meets_the_bound():
@@ -369,3 +386,46 @@ def test_planner_run_time(k, workers, limit_s):
           f"upper bound, {p['iterations']} column-generation rounds")
     assert took < limit_s
     assert p["converged"] and p["planned_seconds"] >= p["bound_cut_seconds"] * (1 - 1e-9)
+
+
+# ---- background load (issue #10: the bandwidth the planner can actually get) ---------------
+BG_WORKERS = ["h0_0_2", "h0_1_2", "h1_0_2", "h1_1_2"]  # one per edge switch of pods 0 and 1
+
+
+def test_background_load_is_the_paced_rate_on_every_link_of_its_route():
+    topo = build("fattree,k=4")
+    flows = [{"src": "h0_0_3", "dst": "h1_0_3", "mbps": 18}, {"src": "h2_0_2", "dst": "h3_0_2", "mbps": None}]
+    load, notes = forest.background_load(topo, flows)
+    route = [tx for tx, _ in topo.route("h0_0_3", topo.host_nics("h1_0_3")[0].ip)]
+    assert sorted(load) == sorted(route) and len(route) == 6  # host, edge, agg, core, agg, edge
+    assert all(math.isclose(v, 18e6 / 8) for v in load.values())
+    assert len(notes) == 1 and "h2_0_2->h3_0_2 is unlimited" in notes[0]
+    ov = forest.overlay_from_topology(topo, BG_WORKERS)
+    less = forest.less_load(ov, {e: 1e12 for e in ov.capacity})  # more than any link: the floor
+    assert all(math.isclose(less.capacity[e], 0.05 * c) for e, c in ov.capacity.items())
+
+
+def test_plan_packs_what_the_background_leaves_and_shows_both():
+    topo = build("fattree,k=4")
+    flows = [{"src": "h0_0_3", "dst": "h1_0_3", "mbps": 18}, {"src": "h1_1_3", "dst": "h0_1_3", "mbps": 18}]
+    _, p = plan(topo, BG_WORKERS, background=flows)
+    assert p["capacity"] == "available"
+    assert p["planned_seconds"] > 1.2 * p["planned_seconds_configured"]  # the loaded links are on its routes
+    assert p["bound_cut_available_seconds"] >= p["bound_cut_seconds"]
+    assert p["planned_seconds"] >= p["bound_cut_available_seconds"] * (1 - 1e-9)
+    assert p["background_links"] and all(v == {"configured_mbps": 20.0, "available_mbps": 2.0}
+                                          for v in p["background_links"].values())
+    _, q = plan(topo, BG_WORKERS, spec="forest,capacity=configured", background=flows)
+    assert q["capacity"] == "configured"
+    assert math.isclose(q["planned_seconds"], p["planned_seconds_configured"], rel_tol=1e-6)
+    assert math.isclose(q["planned_seconds_available"], p["planned_seconds"], rel_tol=1e-6)
+    _, r = plan(topo, BG_WORKERS, background=[dict(f, mbps=None) for f in flows])  # unlimited: unknown
+    assert r["capacity"] == "configured" and "planned_seconds_configured" not in r
+    assert sum("unlimited" in n for n in r["notes"]) == 2
+
+
+def test_capacity_option_is_checked_in_one_line():
+    topo = build("fattree,k=4")
+    with pytest.raises(ValueError, match=r"^forest: option capacity='probed' is invalid \(must be available or "
+                                         r"configured\); valid: capacity available"):
+        plan(topo, BG_WORKERS, spec="forest,capacity=probed")

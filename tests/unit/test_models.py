@@ -545,3 +545,22 @@ def test_digits_trainer_rejects_bad_arguments():
                    {"rank": 0, "workers": 100, "batch": 64}):
         with pytest.raises(ValueError):
             DigitsTrainer(**kwargs)
+
+
+def test_resnet18_trains_on_the_digits_as_torchvisions_adapted_network():
+    """DFS's ResNet-18 (issue #9): the registry's CIFAR ResNet-18 is torchvision's resnet18 with
+    a 3x3 stride-1 stem and no max-pooling (same parameter shapes, same order), and the digits
+    trainer feeds it the 8x8 digit on 3 channels with the registry's layer layout."""
+    from torch import nn
+
+    tv = models.torchvision_models().resnet18(num_classes=10)
+    tv.conv1 = nn.Conv2d(3, 64, 3, 1, 1, bias=False)
+    tv.maxpool = nn.Identity()
+    ours = models.build_network("resnet18")
+    assert [p.shape for p in tv.parameters()] == [p.shape for p in ours.parameters()]
+    trainer = DigitsTrainer(rank=1, workers=4, seed=0, batch=2, model="resnet18")
+    assert trainer.x_train.shape[1:] == (1, 8, 8)
+    grad = trainer.gradients(0)
+    assert grad.numel() == models.load("resnet18").elements == 11_173_962
+    assert trainer.layer_sizes() == [layer.numel for layer in models.load("resnet18").layers]
+    assert torch.isfinite(grad).all() and grad.abs().sum() > 0

@@ -19,7 +19,8 @@ Algorithm(...)`. It has two halves (docs/STYLE.md: plan in pure functions, execu
   the expected bytes then come from what the ranks handed to `Comm` in that iteration
   (logged per iteration), not from `traffic(plan)`, which stays the plan's estimate.
 - `needs`: measured inputs the planner reads (`"link"`: the all-reduce cost model a, b;
-  `"backward"`: per-layer backward times). Planning happens once with provisional values
+  `"backward"`: per-layer backward times; `"background"`: the rates of the run's background
+  flows, measured once they run, in `PlanContext.background`). Planning happens once with provisional values
   to validate the input, and again once the measurement exists; job.json keeps the plan
   actually used.
 
@@ -64,6 +65,7 @@ class PlanContext:
     layers: tuple = ()  # ((name, numel, backward_s), ...) forward order, as the run produces them
     link: Any = None  # workloads.linkmodel.LinkModel (measured or given) for planners that need one
     size_scale: float = 1.0  # the run's gradients are the real model's / size_scale (time dilation)
+    background: tuple = ()  # concurrent flows ({"src", "dst", "mbps" or None}) the run shares the links with
 
     @property
     def world(self) -> int:
@@ -178,7 +180,7 @@ class Algorithm:
     options: dict = field(default_factory=dict)  # name -> Option
     reference: Callable | None = None  # (plan, inputs, memory) -> Tensor; None: the dense sum
     data_dependent: bool = False  # expected bytes come from the ranks' per-iteration logs
-    needs: tuple = ()  # measured planner inputs: "link" (a, b of an all-reduce)
+    needs: tuple = ()  # measured planner inputs: "link" (a, b of an all-reduce), "background" (flow rates)
     describe: Callable[[dict], dict] = lambda plan: {}  # plan facts for summary.json (JSON-able)
 
     def steps(self, plan: dict) -> list:

@@ -28,6 +28,14 @@ parent can only hold the total after it has received all of that send. Every mes
 own tag: ((tree * 2 + phase) * tag_stride + chunk).
 Traffic (exact): per tree, per edge, the partition's bytes up on `nic_up` and down on
 `nic_down`, in as many messages as chunks. One step (`phases` absent): all trees at once.
+
+The ring among the candidates (option `fallback`, ours, docs/forest.md): the planner also
+costs the ring all-reduce on the same capacities (its busiest link, `ring_seconds`). When the
+packing is not faster by more than FALLBACK_MARGIN, as on a homogeneous network where both
+reach the same bound, the plan is the ring's (`fallback: "ring"`, the ring plan under
+`ring`) and the forest executes it: a ring is the synchronization topology that network
+needs, with 2(N-1) large messages per rank instead of a pipeline of chunks per tree.
+`fallback=none` always runs the trees.
 """
 from __future__ import annotations
 
@@ -38,12 +46,18 @@ import time
 import torch
 
 from workloads import forest as packing
+from workloads.algorithms import base
 from workloads.algorithms.base import DTYPE_BYTES, Algorithm, Flow, Option, merge_flows, number, split
 from workloads.gradients import as_flat
 
 UP, DOWN = 0, 1
 WINDOW = 8  # chunks whose receives from children are posted ahead (bounds the buffer memory)
 MAX_TAG = 2**31 - 1  # Gloo takes a C++ int tag
+CAPACITIES = ("available", "configured")  # what the planner packs: see `plan`
+FALLBACKS = ("ring", "none")
+# the trees must beat the ring's planned time by more than this to be run: their pipelined
+# chunks cost more than the ring's large messages (measured on scenario 1, docs/forest.md)
+FALLBACK_MARGIN = 0.05
 
 OPTIONS = {
     "max_trees": Option(packing.MAX_TREES, number(1, integer=True), "an integer >= 1 (trees in the packing)"),
@@ -53,7 +67,17 @@ OPTIONS = {
                          "an integer >= 1 (tree height; default: the planner picks 2, log2 N or 2 log2 N)"),
     "chunk_elements": Option(0, number(0, integer=True),
                              "an integer >= 0 (elements per pipelined chunk; 0: about 32 chunks per tree)"),
+    "capacity": Option("available", lambda v: _choice(v, CAPACITIES),
+                       "available (configured minus the paced background flows) or configured"),
+    "fallback": Option("ring", lambda v: _choice(v, FALLBACKS),
+                       "ring (run the ring when the trees are not faster) or none"),
 }
+
+
+def _choice(value, valid) -> str:
+    if str(value) not in valid:
+        raise ValueError(f"must be {' or '.join(valid)}")
+    return str(value)
 
 
 # --- plan ---------------------------------------------------------------------------------
@@ -80,8 +104,17 @@ def plan(ctx) -> dict:
     chunk = int(opts.get("chunk_elements", 0) or 0)
     started = time.perf_counter()
     ov = overlay(ctx)
-    found = packing.pack(ov, int(opts.get("max_trees", packing.MAX_TREES)),
-                         int(opts.get("iterations", packing.ITERATIONS)), opts.get("max_height"), elements, chunk)
+    load, load_notes = ({}, [])
+    if ctx.topology is not None and ctx.background:
+        load, load_notes = packing.background_load(ctx.topology, ctx.background)
+    use_load = bool(load) and opts.get("capacity", "available") == "available"
+
+    def packed(overlay_):
+        return packing.pack(overlay_, int(opts.get("max_trees", packing.MAX_TREES)),
+                            int(opts.get("iterations", packing.ITERATIONS)), opts.get("max_height"), elements, chunk)
+
+    used = packing.less_load(ov, load) if use_load else ov
+    found = packed(used)
     ranges = packing.proportional(elements, found.rates) if n > 1 else [(0, elements)]
     trees = []
     for tree, rate, (a, b) in zip(found.trees, found.rates, ranges):
@@ -106,13 +139,46 @@ def plan(ctx) -> dict:
         "iterations": found.iterations, "converged": found.converged, "pool": found.pool,
         "planned_seconds": found.seconds(nbytes) if measured else None,
         "pipeline_seconds": packing.pipeline_seconds(found.trees, found.rates, elements, chunk) if measured else None,
-        "notes": list(found.notes),
+        "notes": list(found.notes) + load_notes,
+        # which capacities the packing used; with background load, both are shown
+        "capacity": "available" if use_load else "configured",
     }
+    if ctx.background:
+        out["background_source"] = ("measured before the run" if any(f.get("measured_mbps") is not None
+                                                                     for f in ctx.background) else "declared")
+        out["background_flows"] = [{"src": f["src"], "dst": f["dst"], "declared_mbps": f.get("mbps"),
+                                    "measured_mbps": f.get("measured_mbps")} for f in ctx.background]
+    if load and measured:  # the other choice too: what the background changes in the plan and the bound
+        other = packed(ov if use_load else packing.less_load(ov, load))
+        out[f"planned_seconds_{'configured' if use_load else 'available'}"] = other.seconds(nbytes)
+        out["background_links"] = {e: {"configured_mbps": round(c * 8 / 1e6, 3),
+                                       "available_mbps": round(max(c - load[e], 0.05 * c) * 8 / 1e6, 3)}
+                                   for e, c in sorted(ov.capacity.items()) if e in load}
     if measured and n > 1:
         cut = packing.cut_bound(packing.physical_graph(ctx.topology), list(ctx.hosts[:n]), nbytes)
         out.update(bound_cut_seconds=cut.seconds, bound_cut_which=cut.which, bound_rsag_seconds=cut.rsag_seconds)
+        if load:  # the same bound over what the paced background flows leave
+            out["bound_cut_available_seconds"] = packing.cut_bound(
+                packing.physical_graph(ctx.topology, load), list(ctx.hosts[:n]), nbytes).seconds
+    if measured and n > 1:
+        _ring_candidate(ctx, used, out)
     out["planner_seconds"] = time.perf_counter() - started
     return out
+
+
+def _ring_candidate(ctx, ov: packing.Overlay, out: dict) -> None:
+    """Cost the ring all-reduce on the capacities the packing used; fall back to it (option
+    `fallback`) when the trees are not faster by more than FALLBACK_MARGIN."""
+    ring_algo, ring_plan = base.plan_for("ring", base.PlanContext(
+        ctx.workers, tuple(ctx.layer_sizes), nics=ctx.nics, topology=ctx.topology, hosts=tuple(ctx.hosts)))
+    load: dict = {}
+    for f in ring_algo.traffic(ring_plan):
+        for e in ov.routes[(f.src, f.dst, f.nic)]:
+            load[e] = load.get(e, 0.0) + f.bytes
+    out["ring_seconds"] = max(b / ov.capacity[e] for e, b in load.items())
+    if ctx.options.get("fallback", "ring") == "ring" and \
+            out["ring_seconds"] <= out["planned_seconds"] * (1 + FALLBACK_MARGIN):
+        out.update(fallback="ring", ring=ring_plan)
 
 
 def _finite(x: float):
@@ -139,7 +205,10 @@ def _tag(plan: dict, k: int, phase: int, j: int) -> int:
 
 
 def traffic(plan: dict) -> list[Flow]:
-    """Per tree edge: the partition up (child -> parent) and down, one message per chunk."""
+    """Per tree edge: the partition up (child -> parent) and down, one message per chunk (the
+    ring's traffic when the plan fell back to it)."""
+    if plan.get("fallback") == "ring":
+        return base.get("ring").traffic(plan["ring"])
     flows = []
     for tree in plan["trees"]:
         a, b = tree["range"]
@@ -201,6 +270,8 @@ def _down(plan: dict, k: int, comm, flat: torch.Tensor, sends: list) -> tuple[fl
 
 def execute(plan: dict, comm, grads, state=None):
     """Every tree's up and down threads at once; the calling thread waits and re-raises."""
+    if plan.get("fallback") == "ring":
+        return base.get("ring").execute(plan["ring"], comm, grads, state)
     flat = as_flat(grads)
     if plan["workers"] == 1:
         return flat
@@ -241,7 +312,11 @@ def execute(plan: dict, comm, grads, state=None):
 ALGORITHM = Algorithm(
     name="forest",
     summary="topology-adaptive forest: packed aggregation/broadcast trees, pipelined and overlapped (INFOCOM 2021)",
-    plan=plan, traffic=traffic, execute=execute, validate=validate, options=OPTIONS,
+    plan=plan, traffic=traffic, execute=execute, validate=validate, options=OPTIONS, needs=("background",),
     describe=lambda plan: {k: plan[k] for k in ("planned_seconds", "bound_cut_seconds", "bound_rsag_seconds",
-                                                 "gap", "planner_seconds") if k in plan} | {"trees": len(plan["trees"])},
+                                                 "gap", "planner_seconds", "capacity", "planned_seconds_configured",
+                                                 "planned_seconds_available", "bound_cut_available_seconds",
+                                                 "background_source", "background_flows", "ring_seconds",
+                                                 "fallback")
+                           if k in plan} | {"trees": 0 if plan.get("fallback") else len(plan["trees"])},
 )

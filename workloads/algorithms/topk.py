@@ -129,8 +129,10 @@ def execute(plan: dict, comm, grads, state):
     flat = as_flat(grads)
     d, k, n, nic, me = plan["elements"], plan["k"], plan["workers"], plan["nic"], comm.rank
     residual = residual_of(state, d)
+    t_sparsify = time.perf_counter()
     acc = residual.accumulate(flat)  # 1.
     local = SparseSet.topk(acc, k)  # 2.
+    state.observed.update(sparsify_seconds=time.perf_counter() - t_sparsify)
     sets = {me: local}
     if n > 1:  # 3. all receives posted first, so no ordering of ranks can block a send
         succ, pred = (me + 1) % n, (me - 1) % n
