@@ -148,7 +148,7 @@ class Background:
         for i, f in enumerate(self.flows):
             rate = f"{f['mbps']}M" if f.get("mbps") else "0"  # 0: unlimited
             clients.append(self._popen(f["src"], ["iperf3", "-c", self._ip(f["dst"]), "-p", str(f["port"]),
-                                                  "-t", "86400", "-b", rate, "-i", "1"],
+                                                  "-t", "86400", "-b", rate, "-i", "1", "--forceflush"],
                                        self.dir / f"flow{i}.log"))
         time.sleep(1.0)
         for i, (f, p) in enumerate(zip(self.flows, clients)):
