@@ -135,7 +135,7 @@ def test_training_options_are_refused_with_one_line():
     assert worker.train_options({"check_iters": 0, "eval_every": 5}) == (0, 5)
     with pytest.raises(ValueError, match="lr_milestones"):
         DataParallelDigits(0, 1, model=MODEL, lr_milestones=[5, 3])
-    with pytest.raises(ValueError, match="unknown model 'vgg19'; valid: lenet5, resnet20"):
+    with pytest.raises(ValueError, match="unknown model 'vgg19'; valid: lenet5, resnet18, resnet20"):
         DataParallelDigits(0, 1, model="vgg19")
     dp = DataParallelDigits(0, 2, lr=0.1, model=MODEL, lr_milestones=[3, 5])
     assert [dp.lr_at(i) for i in (0, 2, 3, 4, 5, 9)] == pytest.approx([0.1, 0.1, 0.01, 0.01, 0.001, 0.001])
