@@ -131,7 +131,7 @@ def sync_times(log_dir: Path, workers: int, logs: dict | None = None) -> dict:
             "complete_iters": sum(len(v) >= workers for v in worker_ranks.values())}
 
 
-def phase_bytes(logs: dict, workers: int) -> dict:
+def phase_bytes(logs: dict) -> dict:
     """{phase: payload bytes one sync put on the wire in it, mean over the measured syncs}, from
     the ranks' `stage` events that carry bytes (PS-shaped algorithms: push = workers to
     owners, pull = owners to workers); {} when none does."""
@@ -444,7 +444,7 @@ def analyze_run(run_dir: Path) -> dict:
         "iterations_span_seconds": times["span_seconds"],  # warmup included (throughput)
         "training": times["training"],
         "time_to_accuracy": time_to_accuracy(times["training"], job.get("target_accuracy")),
-        "phase_bytes_per_sync": phase_bytes(logs, workers),
+        "phase_bytes_per_sync": phase_bytes(logs),
         **observed_summary(logs, workers),
         "median_sync_seconds": statistics.median(times["sync_seconds"]) if times["sync_seconds"] else None,
         "bound_seconds": bound_seconds(topo, ports_sync),

@@ -132,10 +132,17 @@ def background_load(topo, flows) -> tuple[dict, list]:
     return load, notes
 
 
-def less_load(ov: Overlay, load: dict, floor: float = 0.05) -> Overlay:
-    """The overlay with `load` (bytes/s per link) taken off each link's capacity, never below
-    `floor` of it (a link the background fills is slow for the trees, not absent)."""
-    capacity = {e: max(c - load.get(e, 0.0), floor * c) for e, c in ov.capacity.items()}
+LOAD_FLOOR = 0.05  # a link the background fills keeps this share of its capacity: slow, not absent
+
+
+def left_over(capacity: float, load: float) -> float:
+    """What `load` (bytes/s) leaves of a directed link of `capacity`, never below LOAD_FLOOR of it."""
+    return max(capacity - load, LOAD_FLOOR * capacity)
+
+
+def less_load(ov: Overlay, load: dict) -> Overlay:
+    """The overlay with `load` (bytes/s per link) taken off each link's capacity (`left_over`)."""
+    capacity = {e: left_over(c, load.get(e, 0.0)) for e, c in ov.capacity.items()}
     return Overlay(ov.size, ov.nics, capacity, ov.routes, ov.source)
 
 
@@ -522,10 +529,10 @@ def tree_loads(ov: Overlay, trees, rates) -> dict:
 
 
 # --- the cut bound ------------------------------------------------------------------------------
-def physical_graph(topo, load: dict | None = None, floor: float = 0.05) -> nx.DiGraph:
+def physical_graph(topo, load: dict | None = None) -> nx.DiGraph:
     """Nodes of a Topology and its links as two directed edges with `capacity` in bytes/s;
     with `load` ({transmitting interface: bytes/s}, `background_load`), what is left of each
-    direction after it (never below `floor` of the link, as `less_load`)."""
+    direction after it (`left_over`, as `less_load`)."""
     load = load or {}
     g = nx.DiGraph()
     for name, node in topo.nodes.items():
@@ -533,9 +540,8 @@ def physical_graph(topo, load: dict | None = None, floor: float = 0.05) -> nx.Di
     for link in topo.links:
         a, b = topo.intfs[link.a].node, topo.intfs[link.b].node
         for (u, v), tx in (((a, b), link.a), ((b, a), link.b)):
-            full = link.bw * 1e6 / 8
             old = g.edges[u, v]["capacity"] if g.has_edge(u, v) else 0.0
-            g.add_edge(u, v, capacity=old + max(full - load.get(tx, 0.0), floor * full))
+            g.add_edge(u, v, capacity=old + left_over(link.bw * 1e6 / 8, load.get(tx, 0.0)))
     return g
 
 

@@ -503,8 +503,6 @@ def block_topk(x: torch.Tensor, block: int, budget_elements: int,
        keeps no block).
     The rest is zeroed; kept values are copied as stored. `x` is not modified.
     """
-    if isinstance(budget_elements, bool) or not isinstance(budget_elements, int) or budget_elements < 1:
-        raise ValueError(f"budget_elements must be a positive int, got {budget_elements!r}")
     if energy is None:
         energy = block_energies(x, [block])[block]
     kept = block_keep(energy, block, x.numel(), budget_elements)

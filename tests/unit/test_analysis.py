@@ -164,8 +164,8 @@ def test_phase_bytes_observations_and_time_to_accuracy(tmp_path):
                 {"event": "train", "iter": 2, "loss": 0.5, "accuracy": 0.93, "t": 3.5}],
             1: [it(1, 1, 1, 2, observed=obs(0.9, 64)), stage(1, "push", 10), stage(2, "push", 20)],
             2: [it(1, 1, 1, 2, server=True, observed={"union_blocks": 3})]}  # a dedicated server
-    assert analysis.phase_bytes(logs, 2) == {"push": 30.0, "pull": 40.0}  # (10+10+20+20)/2, (30+50)/2
-    assert analysis.phase_bytes({0: [it(1, 0, 0, 1)]}, 1) == {}
+    assert analysis.phase_bytes(logs) == {"push": 30.0, "pull": 40.0}  # (10+10+20+20)/2, (30+50)/2
+    assert analysis.phase_bytes({0: [it(1, 0, 0, 1)]}) == {}
     summary = analysis.observed_summary(logs, 2)
     assert summary == {"zero_block_fraction": pytest.approx(0.7), "blocks_used": {"64": 1, "256": 1},
                        "sparsify_seconds": pytest.approx(0.07)}

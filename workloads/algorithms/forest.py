@@ -113,7 +113,8 @@ def plan(ctx) -> dict:
         return packing.pack(overlay_, int(opts.get("max_trees", packing.MAX_TREES)),
                             int(opts.get("iterations", packing.ITERATIONS)), opts.get("max_height"), elements, chunk)
 
-    used = packing.less_load(ov, load) if use_load else ov
+    available = packing.less_load(ov, load) if load else ov
+    used = available if use_load else ov
     found = packed(used)
     ranges = packing.proportional(elements, found.rates) if n > 1 else [(0, elements)]
     trees = []
@@ -149,18 +150,17 @@ def plan(ctx) -> dict:
         out["background_flows"] = [{"src": f["src"], "dst": f["dst"], "declared_mbps": f.get("mbps"),
                                     "measured_mbps": f.get("measured_mbps")} for f in ctx.background]
     if load and measured:  # the other choice too: what the background changes in the plan and the bound
-        other = packed(ov if use_load else packing.less_load(ov, load))
+        other = packed(ov if use_load else available)
         out[f"planned_seconds_{'configured' if use_load else 'available'}"] = other.seconds(nbytes)
-        out["background_links"] = {e: {"configured_mbps": round(c * 8 / 1e6, 3),
-                                       "available_mbps": round(max(c - load[e], 0.05 * c) * 8 / 1e6, 3)}
-                                   for e, c in sorted(ov.capacity.items()) if e in load}
+        out["background_links"] = {e: {"configured_mbps": round(ov.capacity[e] * 8 / 1e6, 3),
+                                       "available_mbps": round(available.capacity[e] * 8 / 1e6, 3)}
+                                   for e in sorted(load) if e in ov.capacity}
     if measured and n > 1:
         cut = packing.cut_bound(packing.physical_graph(ctx.topology), list(ctx.hosts[:n]), nbytes)
         out.update(bound_cut_seconds=cut.seconds, bound_cut_which=cut.which, bound_rsag_seconds=cut.rsag_seconds)
-        if load:  # the same bound over what the paced background flows leave
+        if load:  # the same bound over what the background flows leave
             out["bound_cut_available_seconds"] = packing.cut_bound(
                 packing.physical_graph(ctx.topology, load), list(ctx.hosts[:n]), nbytes).seconds
-    if measured and n > 1:
         _ring_candidate(ctx, used, out)
     out["planner_seconds"] = time.perf_counter() - started
     return out
