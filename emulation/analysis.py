@@ -13,8 +13,10 @@ calibration.json, cpu.json, workers/*.jsonl), so `syncbed analyze DIR` redoes it
   schedule can beat it on this routing (ECMP collisions included). The non-blocking
   bound uses host links only: on a non-blocking network it is the algorithm's bandwidth
   term, e.g. 2(N-1)M/(NB) for ring.
-- Fluid: the algorithm's steps shared max-min fairly on the same routes (emulation/fluid.py);
-  at least the bound, and equal to it where the step structure costs nothing.
+- Simulated: the same plan on the same routes in SimGrid's flow model (emulation/project.py,
+  `simulate_plan`): every step's flows share each link max-min fairly; layer-wise plans also
+  wait for backprop and pay their all-reduce start-up. At least the bound where the steps
+  cost nothing; the report sets it beside the measurement (validation, docs/PROJECTION.md).
 - Sync time of an iteration: max over ranks of t_done - max over ranks of t_ready.
 - A run that stopped part way (interrupted, a worker crashed, a link went down) is judged
   over the syncs that every worker finished: expected bytes x completed syncs, against
@@ -30,7 +32,6 @@ import struct
 import tempfile
 from pathlib import Path
 
-from emulation import fluid
 from emulation.expected import bound_seconds, expected_nic_bytes, expected_port_bytes  # noqa: F401 (re-exported)
 from topologies.description import Topology
 from workloads.algorithms import base
@@ -145,6 +146,24 @@ def phase_bytes(logs: dict) -> dict:
                 totals[ev["phase"]] = totals.get(ev["phase"], 0) + int(ev["bytes"])
                 iters.add(ev.get("iter"))
     return {phase: b / len(iters) for phase, b in totals.items()} if iters else {}
+
+
+def simulated_times(topo: Topology, hosts: list, algo, plan: dict, background=None) -> dict:
+    """The run's plan simulated in SimGrid: simulated_seconds (sync, as measured here),
+    simulated_iteration_seconds (layer-wise), or None with the reason in `simulated_note`
+    (no SimGrid module, a plan whose bytes depend on the data, a simulation that failed).
+    Background flows are constant loads taken off the links they cross (project.less_background)."""
+    from emulation import project
+
+    empty = {"simulated_seconds": None, "simulated_iteration_seconds": None}
+    why = project.simgrid_available() or project.simulable(algo)
+    if why:
+        return {**empty, "simulated_note": why}
+    try:
+        t = project.simulate_plan(topo, hosts, algo, plan, background=background)
+    except (ValueError, RuntimeError, OSError) as e:
+        return {**empty, "simulated_note": f"simulation failed: {str(e).splitlines()[0]}"}
+    return {"simulated_seconds": t["simulated_seconds"], "simulated_iteration_seconds": t["simulated_iteration_seconds"]}
 
 
 def observed_summary(logs: dict, workers: int) -> dict:
@@ -449,7 +468,7 @@ def analyze_run(run_dir: Path) -> dict:
         "median_sync_seconds": statistics.median(times["sync_seconds"]) if times["sync_seconds"] else None,
         "bound_seconds": bound_seconds(topo, ports_sync),
         "bound_nonblocking_seconds": bound_seconds(topo, per_sync),
-        "fluid_seconds": fluid.fluid_seconds(topo, hosts, algo.steps(job["plan"])),
+        **simulated_times(topo, hosts, algo, job["plan"], job.get("background")),
         "payload_bytes_expected": expected,
         "framing_bytes_per_sync": sum(f.messages for f in flows) * base.GLOO_FRAMING_BYTES,
         "data_bytes_per_sync": sum(f.bytes for f in flows),

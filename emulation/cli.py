@@ -5,6 +5,8 @@
     syncbed topo SPEC         servers, switches, links, NICs per server
     syncbed algos             the registered sync algorithms
     syncbed analyze DIR       recompute summary.json and report.md from a results folder
+    syncbed project [EXPERIMENT.yaml] [--topo SPEC ...] [--algo A[,B]] [--measured DIR] ...
+                              the same plans in SimGrid, at any size (emulation/project.py)
     syncbed clean             undo whatever a crashed run left (processes, bridges, links)
 
 Exit codes: 0 ok, 1 the experiment failed, 2 bad input or environment (nothing was
@@ -298,7 +300,7 @@ SECONDS = _typed(float, "a number of seconds > 0")
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="syncbed", description=__doc__.split("\n")[0])
-    sub = p.add_subparsers(dest="cmd", required=True, metavar="{run,topo,algos,analyze,clean}")
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="{run,topo,algos,analyze,project,clean}")
     r = sub.add_parser("run", help="run an experiment (YAML file and/or options)")
     r.add_argument("experiment", nargs="?", help="experiment YAML (experiments/*.yaml)")
     r.add_argument("--name")
@@ -336,12 +338,23 @@ def build_parser() -> argparse.ArgumentParser:
     z = sub.add_parser("analyze", help="re-analyse a results folder")
     z.add_argument("dir")
     z.set_defaults(fn=cmd_analyze)
+    sub.add_parser("project", add_help=False,  # main() hands its arguments to emulation.project.main
+                   help="simulate the same plans in SimGrid, at any size (syncbed project --help)")
     c = sub.add_parser("clean", help="remove what a crashed run left behind")
     c.set_defaults(fn=cmd_clean)
     return p
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["project"]:  # its own options (emulation/project.py); needs no root, no emulator
+        from emulation import project
+
+        try:
+            return project.main(argv[1:])
+        except KeyboardInterrupt:
+            print("syncbed: interrupted", file=sys.stderr)
+            return 130
     args = build_parser().parse_args(argv)
     try:
         return args.fn(args)

@@ -1,8 +1,8 @@
 """Expected bytes of an algorithm's flows on the installed routes, and the busiest-link bound.
 
 Pure: a topology description and flows in, bytes and seconds out. The analysis checks the
-captures against these, the flow-level bound (emulation/fluid.py) and the SimGrid projection
-report the bound next to their own times.
+captures against these; the SimGrid simulation (emulation/project.py) reports the bound next
+to its own times.
 - Expected payload per host NIC: the flows laid onto `Topology.route` (a relaying BCube
   server's NICs carry the flows it forwards, docs/DESIGN.md).
 - Expected payload per switch port: the same flows through the switches along the
@@ -13,6 +13,13 @@ report the bound next to their own times.
 from __future__ import annotations
 
 from topologies.description import Topology
+
+
+def links_of(topo: Topology, hosts: list, flow) -> list[str]:
+    """Directed links a flow crosses, each named by the interface that transmits onto it:
+    the sending NIC of each host-to-host hop (relays included), then each switch egress."""
+    dst_ip = topo.host_nics(hosts[flow.dst])[flow.nic].ip
+    return [tx for tx, _ in topo.route(hosts[flow.src], dst_ip)]
 
 
 def expected_nic_bytes(topo: Topology, hosts: list, flows: list, syncs: int = 1) -> dict:

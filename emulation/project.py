@@ -4,7 +4,9 @@ The emulation is faithful up to a few dozen workers on one machine; this runs th
 (`Algorithm.steps(plan)`, the same `Flow`s the workers send and the analysis checks) on the
 same `Topology` in SimGrid's flow-level network model, at any size the description builds.
 
-    python -m emulation.project --topo fattree,k=16 --algo ring,ps --workers 1024 --mb 4 --bw 1000
+    syncbed project --topo fattree,k=16 --algo ring,ps --workers 1024 --mb 4 --bw 1000
+    syncbed project --topo fattree,k=8 --topo fattree,k=16 --algo ring,gloo      (a sweep: time against P)
+    syncbed project experiments/default.yaml --measured docs/results/default     (validation)
 
 Split of duties:
 - `emulation/simgrid_platform.py`: Topology -> SimGrid platform (hosts, switches, directed
@@ -16,7 +18,7 @@ Split of duties:
 - here, SimGrid: `simulate` runs one schedule in a forked child process (SimGrid 3.32 allows
   one engine per process, and aborts on a second), with one driver actor that starts every
   message of a step with `Comm.sendto_async` and waits for all of them (the step barrier
-  `emulation/fluid.py` also assumes), or, for comparison, one actor per rank (`mode`);
+  the emulation's analysis also assumes), or, for comparison, one actor per rank (`mode`);
 - `project`: one run record with the emulation's summary.json field names plus
   `"simulated": true`; `main`: the CLI.
 
@@ -34,7 +36,7 @@ import resource
 import sys
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from emulation import simgrid_platform
@@ -46,7 +48,6 @@ class TooLarge(ValueError):
     """A projection refused before it starts: its memory or run time estimate is too large."""
 
 
-FLUID_MAX_WORKERS = 64  # emulation/fluid.py is pure Python, 7x SimGrid's CPU on PS: minutes beyond this
 MODES = ("driver", "ranks")
 
 
@@ -95,12 +96,47 @@ class NetworkModel:
 # ---- pure: what can be simulated, how much memory, which messages ------------------------
 def simulable(algo: base.Algorithm) -> str | None:
     """None if the plan has a simulated form; else one line saying why not."""
-    if "link" in algo.needs:
-        return (f"{algo.name} overlaps its all-reduces with per-layer backward compute, which the "
-                "projection does not simulate yet (only communication steps)")
     if algo.data_dependent:
         return f"{algo.name}'s bytes depend on the gradients: the projection has no simulated form for them yet"
     return None
+
+
+@dataclass
+class SimForm:
+    """A plan as the simulation runs it: consecutive steps of concurrent flows, each step
+    released no earlier than `release[i]` seconds after backprop starts, and paying
+    `startup[i]` seconds (the all-reduce's fixed cost) before its flows start.
+
+    Dense all-at-once algorithms: compute is not simulated (backprop ended at 0), every
+    release and start-up is 0, and the sync is the steps' total. Layer-wise algorithms
+    (wfbp, single, fusion, mgwfbp): one step per group, released when the group's last layer
+    is produced (the plan's own timeline from the GradientStream's per-layer backward times),
+    each paying the plan's measured all-reduce start-up a (`alpha`); the flow model supplies
+    the bandwidth term that the plan's b * m predicts. Iteration = max(last step's end,
+    backprop's end), sync = iteration - backprop (the emulation's `sync_seconds`: the
+    communication left after the last gradient was ready)."""
+
+    steps: list
+    release: list
+    startup: list
+    backward_seconds: float = 0.0
+    layerwise: bool = False
+
+
+def simulated_form(algo: base.Algorithm, plan: dict) -> SimForm:
+    """The plan's SimForm (pure); ValueError (one line) where there is none."""
+    why = simulable(algo)
+    if why:
+        raise ValueError(why)
+    steps = algo.steps(plan)
+    if "link" in algo.needs and "groups" in plan and "predicted" in plan:
+        ready = plan["predicted"]["ready"]
+        release = [float(ready[g[-1]]) for g in plan["groups"]]
+        if len(release) != len(steps):
+            raise ValueError(f"{algo.name}: {len(steps)} steps for {len(release)} groups")
+        return SimForm(steps, release, [float(plan["alpha"])] * len(steps),
+                       float(plan["predicted"]["backward_seconds"]), True)
+    return SimForm(steps, [0.0] * len(steps), [0.0] * len(steps))
 
 
 # Bytes per object, measured on this machine (peak RSS, see docs/PROJECTION.md): a host's
@@ -247,8 +283,9 @@ def simgrid_available() -> str | None:
     return None
 
 
-def _run_in_engine(platform, sched, model: NetworkModel, mode: str, inspect: bool) -> dict:
-    """Runs in the child: build the platform, run the schedule, report times and bytes."""
+def _run_in_engine(platform, sched, model: NetworkModel, mode: str, inspect: bool, timing=None) -> dict:
+    """Runs in the child: build the platform, run the schedule, report times and bytes.
+    `timing`: (release, startup) per step (SimForm), or None for all zeros."""
     simgrid = _import_simgrid()
     t0, c0 = time.perf_counter(), time.process_time()
     engine = simgrid.Engine(["syncbed-project", *model.cfg(), "--log=root.thres:warning",
@@ -261,6 +298,14 @@ def _run_in_engine(platform, sched, model: NetworkModel, mode: str, inspect: boo
     def start(step):
         return [(simgrid.Comm.sendto_async(hosts[s], hosts[d], size), (s, d), size) for s, d, size in step]
 
+    release, startup = timing if timing is not None else ([0.0] * len(sched), [0.0] * len(sched))
+
+    def wait_turn(i):  # the step's release (its layers produced), then its start-up
+        if release[i] > simgrid.Engine.clock:
+            simgrid.this_actor.sleep_until(release[i])
+        if startup[i] > 0:
+            simgrid.this_actor.sleep_for(startup[i])
+
     def finish(started):
         simgrid.Comm.wait_all([c for c, _, _ in started])
         for c, pair, size in started:
@@ -270,7 +315,8 @@ def _run_in_engine(platform, sched, model: NetworkModel, mode: str, inspect: boo
 
     if mode == "driver":
         def driver():
-            for step in sched:
+            for i, step in enumerate(sched):
+                wait_turn(i)
                 finish(start(step))
                 step_end.append(simgrid.Engine.clock)
         simgrid.Actor.create("driver", hosts[platform.hosts[0]], driver)
@@ -282,7 +328,8 @@ def _run_in_engine(platform, sched, model: NetworkModel, mode: str, inspect: boo
         mine = {h: [[m for m in step if m[0] == h] for step in sched] for h in senders}
 
         def rank(h):
-            for step in mine[h]:
+            for i, step in enumerate(mine[h]):
+                wait_turn(i)
                 finish(start(step))
                 barrier.wait()
                 if h == senders[0]:
@@ -301,7 +348,7 @@ def _run_in_engine(platform, sched, model: NetworkModel, mode: str, inspect: boo
         for link in links:
             link_bytes[link.name] = link_bytes.get(link.name, 0) + b
     out = {"step_seconds": [b - a for a, b in zip([0.0] + step_end[:-1], step_end)],
-           "sync_seconds": step_end[-1] if step_end else 0.0,
+           "step_end": step_end, "sync_seconds": step_end[-1] if step_end else 0.0,
            "link_bytes": link_bytes, "sent": sent,
            "wall": {"platform_seconds": t_platform, "run_seconds": t_run,
                     "total_seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0},
@@ -328,8 +375,9 @@ def _child(conn, args) -> None:
 
 
 def simulate(platform, sched: list, model: NetworkModel = NetworkModel(), mode: str = "driver",
-             inspect: bool = False) -> dict:
-    """Run `sched` (steps of (src ep, dst ep, bytes)) on `platform` in a forked child.
+             inspect: bool = False, timing=None) -> dict:
+    """Run `sched` (steps of (src ep, dst ep, bytes)) on `platform` in a forked child;
+    `timing` = (release, startup) per step (SimForm) or None.
 
     Returns step_seconds, sync_seconds, link_bytes (per directed link), sent (per endpoint
     pair), wall (platform build, run, total, CPU; the child's own) and the child's peak RSS."""
@@ -337,7 +385,8 @@ def simulate(platform, sched: list, model: NetworkModel = NetworkModel(), mode: 
         raise ValueError(f"mode {mode!r} is unknown; valid: {', '.join(MODES)}")
     ctx = multiprocessing.get_context("fork")  # the child inherits the platform: nothing pickled
     recv, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(send, (platform, sched, model, mode, inspect)), daemon=True)
+    proc = ctx.Process(target=_child, args=(send, (platform, sched, model, mode, inspect, timing)),
+                       daemon=True)
     proc.start()
     send.close()
     try:
@@ -365,6 +414,8 @@ class Request:
     mode: str = "driver"
     max_memory: float | None = None  # bytes; None: MemAvailable
     max_seconds: float | None = 3600.0  # refuse a projection estimated to take longer (CPU s)
+    model: str | None = None  # a models.load spec (per-layer sizes and backward times); None: one layer of mb MiB
+    link: dict | None = None  # {alpha, beta} of an all-reduce for the layer-wise planners; None: provisional
 
 
 @dataclass
@@ -383,6 +434,9 @@ class Prepared:
     pairs: set
     memory_bytes: float
     cpu_seconds: float
+    form: SimForm | None = None
+    model: str = ""
+    background: list = field(default_factory=list)  # flows of concurrent jobs (background.parse form)
 
 
 def nic_bytes(topo: Topology, hosts: list, link_bytes: dict) -> dict:
@@ -393,6 +447,41 @@ def nic_bytes(topo: Topology, hosts: list, link_bytes: dict) -> dict:
             out[nic.name] = {"tx": int(link_bytes.get(nic.name, 0)),
                              "rx": int(link_bytes.get(topo.peer(nic.name).name, 0))}
     return out
+
+
+def _layers(req: Request):
+    """(layer_sizes, layers, model spec) of the request: a registry model, or one layer of mb MiB."""
+    if req.model:
+        from workloads import models
+
+        m = models.load(req.model)
+        return (tuple(m.layer_sizes), tuple((l.name, l.numel, l.backward_s) for l in m.layers), m.spec)
+    elements = int(req.mb * 2**20) // base.DTYPE_BYTES
+    if elements < 1:
+        raise ValueError(f"--mb {req.mb} is less than one float32")
+    return (elements,), (("gradient", elements, 0.0),), f"synthetic,mb={req.mb:g}"
+
+
+def checked(req: Request, topo: Topology, hosts: list, algo: base.Algorithm, plan: dict, ctx, spec: str,
+            model: str, background=()) -> Prepared:
+    """Estimate memory and CPU of simulating `plan`; refuse (TooLarge, one line) what would not fit."""
+    form = simulated_form(algo, plan)
+    steps = form.steps
+    pairs = pairs_of(steps, hosts)
+    hops = {"fattree": 6, "bcube": 2 * (topo.params.get("k", 1) + 1)}.get(topo.kind, 8)
+    step_flows = [len(s) for s in steps]
+    need = estimate_memory(topo, len(pairs), hops, max(step_flows, default=0))
+    have = req.max_memory if req.max_memory is not None else available_memory()
+    what = (f"{algo.name} on {len(hosts)} hosts of {topo.name} ({len(pairs)} routes, up to "
+            f"{max(step_flows, default=0)} concurrent flows)")
+    if need > have:
+        raise TooLarge(f"{what} needs about {need / 2**30:.1f} GiB, {have / 2**30:.1f} GiB available")
+    cpu = estimate_seconds(topo, len(pairs), step_flows)
+    if req.max_seconds is not None and cpu > req.max_seconds:
+        raise TooLarge(f"{what} would take about {cpu / 3600:.1f} CPU hours to simulate (SimGrid re-solves "
+                       f"every coupled flow at each flow's end); limit {req.max_seconds / 60:g} min")
+    return Prepared(req, spec, topo, hosts, algo, plan, ctx, steps, algo.traffic(plan), pairs, need, cpu,
+                    form, model, [dict(f) for f in background or ()])
 
 
 def prepare(req: Request, topo: Topology | None = None) -> Prepared:
@@ -419,72 +508,112 @@ def prepare(req: Request, topo: Topology | None = None) -> Prepared:
         raise ValueError(f"{workers} workers + {servers} servers do not fit on {topo.name}, "
                          f"which has {len(all_hosts)} hosts")
     hosts = place(topo, workers + servers, req.placement)
-    elements = int(req.mb * 2**20) // base.DTYPE_BYTES
-    if elements < 1:
-        raise ValueError(f"--mb {req.mb} is less than one float32")
-    ctx = base.PlanContext(workers=workers, servers=servers, layer_sizes=(elements,),
-                           layers=(("gradient", elements, 0.0),), nics=len(topo.host_nics(hosts[0])),
-                           topology=topo, hosts=tuple(hosts), options=raw)
+    layer_sizes, layers, model = _layers(req)
+    ctx = base.PlanContext(workers=workers, servers=servers, layer_sizes=layer_sizes, layers=layers,
+                           nics=len(topo.host_nics(hosts[0])), topology=topo, hosts=tuple(hosts), options=raw,
+                           link=dict(req.link) if req.link else None)
     algo, plan = base.plan_for(name, ctx)
-    steps = algo.steps(plan)
-    pairs = pairs_of(steps, hosts)
-    hops = {"fattree": 6, "bcube": 2 * (topo.params.get("k", 1) + 1)}.get(topo.kind, 8)
-    step_flows = [len(s) for s in steps]
-    need = estimate_memory(topo, len(pairs), hops, max(step_flows, default=0))
-    have = req.max_memory if req.max_memory is not None else available_memory()
-    what = (f"{algo.name} on {len(hosts)} hosts of {topo.name} ({len(pairs)} routes, up to "
-            f"{max(step_flows, default=0)} concurrent flows)")
-    if need > have:
-        raise TooLarge(f"{what} needs about {need / 2**30:.1f} GiB, {have / 2**30:.1f} GiB available")
-    cpu = estimate_seconds(topo, len(pairs), step_flows)
-    if req.max_seconds is not None and cpu > req.max_seconds:
-        raise TooLarge(f"{what} would take about {cpu / 3600:.1f} CPU hours to simulate (SimGrid re-solves "
-                       f"every coupled flow at each flow's end); limit {req.max_seconds / 60:g} min")
-    return Prepared(req, base.spec_of(name, raw), topo, hosts, algo, plan, ctx, steps, algo.traffic(plan), pairs, need, cpu)
+    return checked(req, topo, hosts, algo, plan, ctx, base.spec_of(name, raw), model)
+
+
+def prepare_planned(run, req: Request) -> Prepared:
+    """A run of an experiment file (config.validate's PlannedRun: its topology, hosts and plan,
+    per-link bandwidths and the model's scaling included), checked for simulation."""
+    algo = base.get(run.algorithm)
+    why = simulable(algo)
+    if why:
+        raise ValueError(why)
+    return checked(req, simgrid_platform.indexed(run.topology), run.hosts, algo, run.plan, run.context(),
+                   run.spec or run.algorithm, run.model.spec, getattr(run, "background", None))
+
+
+def less_background(platform, topo: Topology, background) -> dict:
+    """Take the background flows' rates (the probed ones where the run measured them, else the
+    declared pacing: `forest.background_load`) off the capacity of every directed link they
+    cross, never below `forest.LOAD_FLOOR` of it, as the forest planner sees the network.
+    A paced flow is a constant load, so this is what max-min would leave the plan's flows.
+    Returns {links: how many were reduced, notes}."""
+    if not background:
+        return {"links": 0, "notes": []}
+    from workloads import forest
+
+    load, notes = forest.background_load(topo, background)
+    for link, rate in load.items():
+        if link in platform.links:
+            platform.links[link] = forest.left_over(platform.links[link], rate)
+    return {"links": len(load), "notes": notes}
+
+
+def simulate_plan(topo: Topology, hosts: list, algo: base.Algorithm, plan: dict,
+                  model: "NetworkModel | None" = None, background=None) -> dict:
+    """The simulated times of one planned sync (the emulation's analysis calls this for every run):
+    simulated_seconds (the sync as the emulation measures it), simulated_iteration_seconds
+    (layer-wise only: backprop and exposed communication), simulated_step_seconds. Raises
+    ValueError (one line) for a plan with no simulated form, RuntimeError if SimGrid fails."""
+    form = simulated_form(algo, plan)
+    fast = simgrid_platform.indexed(topo)
+    platform = simgrid_platform.platform_for(fast, pairs_of(form.steps, hosts))
+    less_background(platform, fast, background)
+    sched = schedule(form.steps, hosts, platform.endpoints)
+    sim = simulate(platform, sched, model or NetworkModel(), "driver", False, (form.release, form.startup))
+    return _times(sim, form)
+
+
+def _times(sim: dict, form: SimForm) -> dict:
+    end = sim["sync_seconds"]
+    if form.layerwise:
+        iteration = max(end, form.backward_seconds)
+        return {"simulated_seconds": iteration - form.backward_seconds, "simulated_iteration_seconds": iteration,
+                "simulated_step_seconds": sim["step_seconds"]}
+    return {"simulated_seconds": end, "simulated_iteration_seconds": None,
+            "simulated_step_seconds": sim["step_seconds"]}
 
 
 def project(req: Request | Prepared, topo: Topology | None = None, inspect: bool = False, log=None) -> dict:
     """One simulated run: a summary.json run record (the emulation's names) plus simulator facts.
 
     With `inspect`, the record also holds `_sim`, `_platform`, `_steps` (for the tests)."""
-    from emulation import expected as analysis, fluid  # pure: expected bytes and the bound
+    from emulation import expected as analysis  # pure: expected bytes and the bound
 
     t0 = time.perf_counter()
     p = req if isinstance(req, Prepared) else prepare(req, topo)
-    fast, hosts, algo, ctx, flows = p.topo, p.hosts, p.algo, p.ctx, p.flows
+    fast, hosts, algo, ctx, flows, form = p.topo, p.hosts, p.algo, p.ctx, p.flows, p.form
     t1 = time.perf_counter()
     platform = simgrid_platform.platform_for(fast, p.pairs)
+    reduced = less_background(platform, fast, p.background)
     sched = schedule(p.steps, hosts, platform.endpoints)
     t_routes = time.perf_counter() - t1
     if log:
         log(f"  {algo.name}: {len(p.pairs)} routes in {t_routes:.1f} s; simulating "
             f"{sum(len(s) for s in sched)} messages in {len(sched)} step(s)")
     model = NetworkModel()
-    sim = simulate(platform, sched, model, p.req.mode, inspect)
+    sim = simulate(platform, sched, model, p.req.mode, inspect, (form.release, form.startup))
+    times = _times(sim, form)
     per_sync = analysis.expected_nic_bytes(fast, hosts, flows, 1)
     bound = analysis.bound_seconds(fast, analysis.expected_port_bytes(fast, hosts, flows, 1))
     simulated_nics = nic_bytes(fast, hosts, sim["link_bytes"])
     zero = {"tx": 0, "rx": 0}
     mismatched = sorted(k for k in set(per_sync) | set(simulated_nics)
                         if per_sync.get(k, zero) != simulated_nics.get(k, zero))
-    fl = fluid.fluid_seconds(fast, hosts, p.steps) if len(hosts) <= FLUID_MAX_WORKERS else None
     link_mbps = sorted({fast.link_of(n.name).bw for h in hosts for n in fast.host_nics(h)})
-    t = sim["sync_seconds"]
+    t = times["simulated_seconds"]
     rec = {
         "simulated": True, "status": "ok", "error": None,
         "topology": fast.name, "algorithm": algo.name, "algo_spec": p.spec,
         "workers": ctx.workers, "servers": ctx.servers, "hosts": hosts,
-        "model": f"synthetic,mb={p.req.mb:g}", "gradient_bytes": ctx.gradient_bytes,
+        "model": p.model, "gradient_bytes": ctx.gradient_bytes,
         "link_mbps": link_mbps[0] if len(link_mbps) == 1 else link_mbps, "ecmp": fast.params.get("ecmp"),
         "iters": 1, "warmup": 0, "syncs_counted": 1,
         "sync_seconds": [t], "median_sync_seconds": t, "step_seconds": sim["step_seconds"],
+        "simulated_seconds": t,
         "bound_seconds": bound, "bound_nonblocking_seconds": analysis.bound_seconds(fast, per_sync),
-        "fluid_seconds": fl, "sync_over_bound": t / bound if bound else None,
+        "sync_over_bound": t / bound if bound else None,
         "payload_bytes_expected": per_sync, "payload_bytes_simulated": simulated_nics,
         "payload_equal": not mismatched, "payload_mismatched": mismatched[:20],
         "framing_bytes_per_sync": sum(f.messages for f in flows) * base.GLOO_FRAMING_BYTES,
         "data_bytes_per_sync": sum(f.bytes for f in flows),
         "switches_total": len(fast.switches()),
+        "background_links_reduced": reduced["links"], "background_notes": reduced["notes"],
         "simulator": {"name": "SimGrid", "version": sim.get("version"), "network_model": model.describe(),
                       "mode": p.req.mode, "platform": platform.counts(), "messages": sum(len(s) for s in sched),
                       "steps": len(sched), "route_seconds": round(t_routes, 3),
@@ -497,6 +626,10 @@ def project(req: Request | Prepared, topo: Topology | None = None, inspect: bool
                       "memory_estimate_bytes": int(p.memory_bytes),
                       "child_maxrss_bytes": sim["child_maxrss_bytes"]},
     }
+    if form.layerwise:
+        it = times["simulated_iteration_seconds"]
+        rec.update(iteration_seconds=[it], simulated_iteration_seconds=it, backward_seconds=[form.backward_seconds],
+                   scaling_efficiency=form.backward_seconds / it if it > 0 else None, **algo.describe(p.plan))
     if inspect:
         rec.update(_sim=sim, _platform=platform, _steps=p.steps, _sched=sched)
     return rec
@@ -507,15 +640,130 @@ def _fmt(x, unit="s"):
     return "-" if x is None else f"{x:.4f} {unit}"
 
 
+def _requests(a) -> list[tuple[Request, Topology | None]]:
+    """The command line's projections: every --topo with every --algo (or the experiment file's
+    runs, planned by config.validate exactly as `syncbed run` plans them)."""
+    from topologies import spec
+
+    limits = dict(mode=a.mode, max_memory=a.max_memory_gb * 2**30 if a.max_memory_gb else None,
+                  max_seconds=a.max_minutes * 60)
+    if a.experiment:
+        from emulation import config
+
+        cfg = config.load(a.experiment)
+        runs = config.validate(cfg)
+        measured = _measured_runs(a.measured) if a.measured else {}
+        out = []
+        for run in runs:
+            m = measured.get((run.topology.name, run.spec or run.algorithm, run.model.spec))
+            if m is not None:
+                _as_measured(run, m, cfg)
+            req = Request(run.topology.name, run.spec or run.algorithm, run.workers, run.servers,
+                          bw=cfg.bw, ecmp=cfg.ecmp, placement=cfg.placement, **limits)
+            out.append((req, run))
+        return out
+    if not a.topo or not a.algo:
+        raise ValueError("give an experiment file, --measured with a results folder, or --topo and --algo")
+    link = None
+    if (a.alpha is None) != (a.beta is None):
+        raise ValueError("--alpha and --beta go together (an all-reduce of m bytes takes alpha + beta * m)")
+    if a.alpha is not None:
+        if a.alpha < 0 or a.beta < 0:
+            raise ValueError(f"--alpha {a.alpha} and --beta {a.beta} must be >= 0")
+        link = {"alpha": a.alpha, "beta": a.beta, "source": "given (--alpha, --beta)"}
+    reqs = []
+    for topo in a.topo:
+        spec.parse(topo)
+        for n, o in base.parse_algos(a.algo):
+            reqs.append((Request(topo, base.spec_of(n, o), a.workers, a.servers, a.mb, a.bw, a.ecmp, a.placement,
+                                 model=a.model, link=link, **limits), None))
+    return reqs
+
+
+def _as_measured(run, m: dict, cfg) -> None:
+    """Plan `run` (in place) as the measured run `m` was planned once its runner had measured:
+    the all-reduce a, b it measured (layer-wise planners, and the real-setting scaling of sizes
+    and compute, replan.apply_link) and its background flows' probed rates (forest)."""
+    from emulation import replan
+    from workloads.linkmodel import LinkModel
+
+    if m.get("alpha_seconds") is not None and m.get("beta_seconds_per_byte") is not None \
+            and (cfg.real_setting or "link" in base.get(run.algorithm).needs):
+        link = LinkModel(float(m["alpha_seconds"]), float(m["beta_seconds_per_byte"]),
+                         source="the measured run's summary.json")
+        replan.apply_link(run, link, cfg.real_setting)
+    probed = {(f.get("src"), f.get("dst")): f.get("measured_mbps") for f in m.get("background_flows") or []}
+    if replan.needs_background(run) and all(probed.get((f["src"], f["dst"])) is not None for f in run.background):
+        replan.apply_background(run, [{**f, "measured_mbps": probed[(f["src"], f["dst"])]} for f in run.background])
+
+
+def _measured_runs(folder) -> dict:
+    """(topology, algo_spec, model) -> run record of a measured results folder's summary.json."""
+    path = Path(folder) / "summary.json"
+    if not path.is_file():
+        raise ValueError(f"--measured {folder}: no summary.json there (give a results folder of syncbed run)")
+    runs = json.loads(path.read_text()).get("runs", [])
+    return {(r.get("topology"), r.get("algo_spec", r.get("algorithm")), r.get("model")): r for r in runs}
+
+
+def prepare_all(a, log=print) -> list[Prepared]:
+    """Every projection of the command, checked (one line, ValueError) before any is simulated."""
+    from topologies import spec
+
+    preps, built = [], {}
+    for req, run in _requests(a):
+        if run is not None:
+            preps.append(prepare_planned(run, req))
+            continue
+        if req.topo not in built:
+            check_buildable(req.topo, req.max_memory)
+            log(f"building {req.topo} ...")
+            built[req.topo] = simgrid_platform.indexed(spec.build(req.topo, bw=req.bw, ecmp=req.ecmp))
+        preps.append(prepare(req, built[req.topo]))
+    return preps
+
+
+def validation_rows(runs: list, measured: dict) -> list[dict]:
+    """Simulated against measured, per run of a measured folder (matched by topology, spec, model)."""
+    rows = []
+    for r in runs:
+        m = measured.get((r["topology"], r["algo_spec"], r["model"]))
+        if m is None:
+            continue
+        meas = m.get("median_sync_seconds")
+        sim = r["median_sync_seconds"]
+        row = {"topology": r["topology"], "algo_spec": r["algo_spec"], "model": r["model"], "workers": r["workers"],
+               "measured_seconds": meas, "simulated_seconds": sim,
+               "sim_over_measured": sim / meas if sim is not None and meas else None,
+               "bound_seconds": r["bound_seconds"],
+               "measured_over_bound": meas / r["bound_seconds"] if meas and r["bound_seconds"] else None,
+               "faithful": m.get("faithful"), "status": m.get("status")}
+        if r.get("simulated_iteration_seconds") is not None and m.get("iteration_seconds"):
+            import statistics
+
+            mi = statistics.median(m["iteration_seconds"])
+            row.update(measured_iteration_seconds=mi, simulated_iteration_seconds=r["simulated_iteration_seconds"],
+                       iteration_sim_over_measured=r["simulated_iteration_seconds"] / mi if mi else None)
+        rows.append(row)
+    return rows
+
+
 def main(argv=None) -> int:
     from topologies import spec
 
-    ap = argparse.ArgumentParser(prog="python -m emulation.project", description=__doc__.split("\n")[0])
-    ap.add_argument("--topo", required=True, help="bcube,n=N,k=K | fattree,k=K (as syncbed run)")
-    ap.add_argument("--algo", required=True, help="algorithm specs, e.g. ring,ps or topk,density=0.01")
+    from emulation.cli import _Parser  # one line and exit 2 on bad options, as syncbed's
+
+    ap = _Parser(prog="syncbed project", description=__doc__.split("\n")[0])
+    ap.add_argument("experiment", nargs="?", help="an experiment file (experiments/*.yaml): its runs, planned as "
+                    "syncbed run plans them (instead of --topo/--algo)")
+    ap.add_argument("--topo", action="append", help="bcube,n=N,k=K | fattree,k=K; repeat for a sweep over sizes")
+    ap.add_argument("--algo", help="algorithm specs, e.g. ring,ps or gtopk,density=0.001")
     ap.add_argument("--workers", type=int, help="worker ranks (default: every host minus --servers)")
     ap.add_argument("--servers", type=int, default=0, help="dedicated parameter servers (ps)")
-    ap.add_argument("--mb", type=float, default=4.0, help="gradient MiB (one layer)")
+    ap.add_argument("--mb", type=float, default=4.0, help="gradient MiB (one layer) when no --model")
+    ap.add_argument("--model", help="a model of the registry (per-layer sizes and backward times), e.g. resnet50")
+    ap.add_argument("--alpha", type=float, help="all-reduce start-up a, seconds (layer-wise planners; with --beta)")
+    ap.add_argument("--beta", type=float, help="all-reduce seconds per byte b (layer-wise planners; with --alpha)")
     ap.add_argument("--bw", type=float, default=1000.0, help="Mbit/s on every link")
     ap.add_argument("--ecmp", default="hash", choices=spec.ECMP_METHODS)
     ap.add_argument("--placement", default="ordered", choices=("ordered", "spread"))
@@ -523,7 +771,8 @@ def main(argv=None) -> int:
                     help="driver: one actor starts every message of a step (fast); ranks: one actor per rank")
     ap.add_argument("--max-memory-gb", type=float, help="refuse above this estimate (default: MemAvailable)")
     ap.add_argument("--max-minutes", type=float, default=60.0, help="refuse above this CPU-time estimate")
-    ap.add_argument("--out", help="folder for summary.json (default results/project-<time>)")
+    ap.add_argument("--measured", help="a results folder of the same experiment: simulated against measured, per run")
+    ap.add_argument("--out", help="folder for summary.json, report.md, plots (default results/project-<time>)")
     a = ap.parse_args(argv)
     why = simgrid_available()
     if why:
@@ -531,32 +780,52 @@ def main(argv=None) -> int:
         return 2
     started = time.strftime("%Y-%m-%dT%H:%M:%S")
     try:  # every refusal before the first simulation
-        check_buildable(a.topo, a.max_memory_gb * 2**30 if a.max_memory_gb else None)
-        topo = simgrid_platform.indexed(spec.build(a.topo, bw=a.bw, ecmp=a.ecmp))
-        preps = [prepare(Request(a.topo, base.spec_of(n, o), a.workers, a.servers, a.mb, a.bw, a.ecmp, a.placement,
-                                 a.mode, a.max_memory_gb * 2**30 if a.max_memory_gb else None,
-                                 a.max_minutes * 60), topo)
-                 for n, o in base.parse_algos(a.algo)]
+        if a.measured and not a.experiment:  # the folder's own config.yaml, as syncbed run saved it
+            if a.topo or a.algo:
+                raise ValueError("--measured simulates the measured folder's own experiment: drop --topo and --algo")
+            a.experiment = str(Path(a.measured) / "config.yaml")
+            if not Path(a.experiment).is_file():
+                raise ValueError(f"--measured {a.measured}: no config.yaml there (give a results folder of syncbed run)")
+        measured = _measured_runs(a.measured) if a.measured else {}
+        preps = prepare_all(a)
     except ValueError as e:
         print(f"project: {e}", file=sys.stderr)
         return 2
-    runs = []
-    for p in preps:
-        rec = project(p, log=print)
-        s = rec["simulator"]
-        print(f"{rec['topology']} {rec['algo_spec']}, {rec['workers']} workers, {a.mb:g} MiB, {a.bw:g} Mbit/s: "
-              f"simulated {_fmt(rec['median_sync_seconds'])}, busiest-link bound {_fmt(rec['bound_seconds'])} "
-              f"(x{rec['sync_over_bound']:.3f}), fluid {_fmt(rec['fluid_seconds'])}; bytes per NIC "
-              f"{'= closed form' if rec['payload_equal'] else '!= closed form'} "
-              f"({len(rec['payload_bytes_expected'])} NICs); simulator {s['wall_seconds']:.1f} s wall "
-              f"(routes {s['route_seconds']:.1f}, platform {s['platform_seconds']:.1f}, run {s['run_seconds']:.1f})")
-        runs.append(rec)
     out = Path(a.out) if a.out else Path("results") / f"project-{time.strftime('%Y%m%d-%H%M%S')}"
     out.mkdir(parents=True, exist_ok=True)
-    summary = {"status": "ok", "error": None, "simulated": True, "experiment": f"project {a.topo} {a.algo}",
-               "started": started, "finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "runs": runs, "networks": []}
+    summary = {"status": "running", "error": None, "simulated": True,
+               "experiment": a.experiment or f"project {' '.join(a.topo)} {a.algo}",
+               "started": started, "finished": None, "runs": [], "networks": []}
+    runs = summary["runs"]
+    try:
+        for i, p in enumerate(preps, 1):
+            print(f"[{i}/{len(preps)}] {p.topo.name} {p.spec} {p.model}: {len(p.hosts)} hosts, "
+                  f"estimated {p.cpu_seconds:.1f} CPU s")
+            rec = project(p, log=print)
+            s = rec["simulator"]
+            print(f"  simulated {_fmt(rec['median_sync_seconds'])}, busiest-link bound {_fmt(rec['bound_seconds'])} "
+                  f"(x{rec['sync_over_bound']:.3f}); bytes per NIC "
+                  f"{'= closed form' if rec['payload_equal'] else '!= closed form'} "
+                  f"({len(rec['payload_bytes_expected'])} NICs); simulator {s['wall_seconds']:.1f} s wall "
+                  f"(routes {s['route_seconds']:.1f}, platform {s['platform_seconds']:.1f}, run {s['run_seconds']:.1f})")
+            runs.append(rec)
+            (out / "summary.json").write_text(json.dumps(summary, indent=1))  # partial results stay
+        summary["status"] = "ok"
+    except KeyboardInterrupt:
+        summary.update(status="failed", error="interrupted")
+    except (RuntimeError, OSError) as e:
+        summary.update(status="failed", error=str(e).splitlines()[0])
+    summary["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S")
+    if measured:
+        summary["validation"] = validation_rows(runs, measured)
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
-    print(f"wrote {out / 'summary.json'}")
+    from emulation.report import projection as report
+
+    report.write(out, summary)
+    print(f"wrote {out / 'summary.json'}, {out / 'report.md'}")
+    if summary["status"] != "ok":
+        print(f"project: {summary['error']}", file=sys.stderr)
+        return 130 if summary["error"] == "interrupted" else 1
     return 0 if all(r["payload_equal"] for r in runs) else 1
 
 

@@ -4,7 +4,7 @@ Two halves (docs/STYLE.md: plan in pure functions, execute elsewhere):
 - `platform_for(topo, hosts, pairs)` is pure Python: it reads the description and returns a
   `Platform`, plain data: the SimGrid hosts (the topology's hosts), routers (its switches),
   one link per direction of every topology link, named by the interface that transmits onto
-  it (as `emulation/fluid.py` and `analysis.bound_seconds` name directed links), with that
+  it (as `expected.links_of` and `analysis.bound_seconds` name directed links), with that
   link's bandwidth, and one route per (source, destination) pair the simulation will use,
   equal to `Topology.route` (the controller's per-pair ECMP choice and BCube's relaying
   servers included). Unit-testable without SimGrid.

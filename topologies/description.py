@@ -342,21 +342,25 @@ class Topology:
         g = self.graph()
         switches = self.switches()
         table: dict[str, dict[str, list[int]]] = {s: {} for s in switches}
+        sub = g.subgraph(switches)
+        # The ports toward a NIC depend only on the switch it attaches to: one BFS per attaching
+        # switch, shared by its NICs (k/2 hosts per Fat-Tree edge switch; n per BCube switch)
+        toward: dict[str, dict[str, list[int]]] = {}
         for nic in self.intfs.values():
             if not nic.ip:
                 continue
             attach = self.intfs[self._peer_of()[nic.name]]  # switch port facing this NIC
-            sub = g.subgraph(switches)
-            dist = nx.single_source_shortest_path_length(sub, attach.node)
-            for s, d in dist.items():
-                if s == attach.node:
-                    table[s][nic.ip] = [attach.port]
-                    continue
-                ports = []
-                for nb in sub.neighbors(s):
-                    if dist.get(nb) == d - 1:
-                        ports.append(self.intfs[g.edges[s, nb]["intfs"][s]].port)
-                table[s][nic.ip] = sorted(ports)
+            if attach.node not in toward:
+                dist = nx.single_source_shortest_path_length(sub, attach.node)
+                ports_to = {}
+                for s, d in dist.items():
+                    if s != attach.node:
+                        ports_to[s] = sorted(self.intfs[g.edges[s, nb]["intfs"][s]].port
+                                             for nb in sub.neighbors(s) if dist.get(nb) == d - 1)
+                toward[attach.node] = ports_to
+            for s, ports in toward[attach.node].items():
+                table[s][nic.ip] = list(ports)
+            table[attach.node][nic.ip] = [attach.port]
         self._sw_cache = table
         return table
 

@@ -82,7 +82,7 @@ def check_bw(v, what="bw") -> float:
 # ready in 74 s and all pairs reachable 25 s later, BCube(5,3) (125 servers, 75 switches,
 # 375 links) in 87 s + 71 s (a loaded machine); BCube(2,7) (128 servers, 448 switches)
 # took over 10 min just to create its bridges (each userspace bridge added costs more than
-# the last). Bigger networks are for the SimGrid projection (python -m emulation.project),
+# the last). Bigger networks are for the SimGrid projection (syncbed project),
 # which builds any size `build` accepts.
 MAX_EMULATED_HOSTS = 128
 MAX_EMULATED_SWITCHES = 80
@@ -112,7 +112,7 @@ def emulation_problem(spec: str) -> str | None:
         name = f"{kind}({','.join(str(v) for v in params.values())})"
         return (f"{name} has {hosts} hosts and {switches} switches: syncbed emulates at most "
                 f"{MAX_EMULATED_HOSTS} hosts and {MAX_EMULATED_SWITCHES} switches on one machine "
-                "(e.g. fattree,k=8 or bcube,n=5,k=3); project larger networks with python -m emulation.project")
+                "(e.g. fattree,k=8 or bcube,n=5,k=3); project larger networks with syncbed project")
     topo = build(spec)
     long = [i for i in topo.intfs if len(i) > MAX_INTF_NAME]
     if long:

@@ -82,7 +82,9 @@ def sync_cells(rd: RunData) -> list[str]:
     med = median_sync(rd)
     med_s = NA if med is None else f"{med:.3f}" + (" (from logs)" if src == "worker logs" else "")
     r = rd.run
-    return [med_s, fmt(r.get("bound_seconds"), ".3f"), fmt(r.get("fluid_seconds"), ".3f"), fmt(bound_ratio(rd), ".2f")]
+    sim = num(r.get("simulated_seconds"))
+    return [med_s, fmt(r.get("bound_seconds"), ".3f"), fmt(bound_ratio(rd), ".2f"), fmt(sim, ".3f"),
+            fmt(sim / med if sim is not None and med else None, ".2f")]
 
 
 def payload_range(run: dict) -> str:
@@ -109,7 +111,8 @@ def iteration_cells(rd: RunData) -> list[str]:
     measured = median_of(rd.run.get("iteration_seconds"))
     predicted = median_of(rd.run.get("predicted_iteration_seconds"))
     ratio = measured / predicted if measured is not None and predicted else None
-    return [fmt(measured, ".3f"), fmt(predicted, ".3f"), fmt(ratio, ".2f")]
+    return [fmt(measured, ".3f"), fmt(predicted, ".3f"), fmt(ratio, ".2f"),
+            fmt(rd.run.get("simulated_iteration_seconds"), ".3f")]
 
 
 def background_cells(rd: RunData) -> list[str]:
@@ -135,9 +138,10 @@ def has_training(runs: list[RunData]) -> bool:
 COLUMN_SETS: list[ColumnSet] = [
     ColumnSet("run", always, ("#", "topology", "algorithm", "workers", "gradient MB", "link Mbit/s"), run_cells),
     ColumnSet("spec", any_run_has("algo_spec"), ("algorithm",), spec_cells, replaces=("algorithm",)),
-    ColumnSet("sync", always, ("median sync s", "bound s", "fluid s", "ratio"), sync_cells),
+    ColumnSet("sync", always, ("median sync s", "bound s", "ratio", "simulated s", "simulated/measured"), sync_cells),
     ColumnSet("iteration", any_run_has("predicted_iteration_seconds"),
-              ("median iteration s", "predicted iteration s", "iteration measured/predicted"), iteration_cells),
+              ("median iteration s", "predicted iteration s", "iteration measured/predicted",
+               "simulated iteration s"), iteration_cells),
     ColumnSet("training", has_training, ("held-out accuracy (last)",), training_cells),
     ColumnSet("background", any_run_has("background"),
               ("background flows", "background MB sent", "gradient MB sent", "background Mbit/s per source"),

@@ -153,10 +153,12 @@ def md_howto() -> list[str]:
             "- **bound** = the sync time the bandwidth model predicts for this algorithm on the "
             "configured links (emulation/analysis.py); **ratio** = median sync / bound. Near 1: the run is bandwidth-bound as the model says; "
             "well above 1: latency, CPU or protocol overhead dominate.",
-            "- **fluid** = the same traffic, step by step (PS: push then pull; BML: its 2k stages), "
-            "sharing every link max-min fairly on the installed routes (emulation/fluid.py). Equal "
-            "to the bound: ideal flow-level sharing reaches it, so a ratio well above 1 comes from "
-            "packets (TCP windows, queues, CPU), not from the flow pattern.",
+            "- **simulated** = the same plan on the same routes in SimGrid's flow model "
+            "(emulation/project.py): each step's flows share every link max-min fairly; layer-wise "
+            "algorithms also wait for backprop and pay their all-reduce start-up a per group. "
+            "**simulated/measured** near 1: the flow model explains the run (the projection to "
+            "thousands of workers rests on it); well below 1: packets (TCP windows, incast, queues, "
+            "CPU) cost what no flow model has (docs/PROJECTION.md).",
             "- **payload measured/expected** compares TCP payload in the captures with the algorithm's "
             "closed form laid onto the routes, per host NIC and direction; 1.00..1.00 is exact. "
             "Header and ACK overhead is reported separately (wire_overhead).",

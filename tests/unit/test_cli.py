@@ -66,7 +66,7 @@ BAD_INPUT = {
     "timeout_s": (["run", "--timeout", "10s"], r"argument --timeout: '10s' is not valid; give a number of seconds",
                   FRESH),
     "unknown_option": (["run", "--bogus"], r"unrecognized arguments: --bogus; see syncbed --help", FRESH),
-    "no_command": ([], r"the following arguments are required: \{run,topo,algos,analyze,clean\}", FRESH),
+    "no_command": ([], r"the following arguments are required: \{run,topo,algos,analyze,project,clean\}", FRESH),
     # analyze on folders that are not an experiment's results: one line, nothing written
     "analyze_nowhere": (["analyze", "{tmp}/nowhere"], r"nowhere is not a folder; give a results folder made by "
                         r"syncbed run", FRESH),
@@ -98,7 +98,7 @@ BAD_INPUT = {
     # only what can start here: BCube(16,3) alone took over 24 GiB to describe, BCube(2,7)'s
     # 448 bridges took 10 min, Fat-Tree k=16 is for the SimGrid projection
     "topo_too_big": (["topo", "bcube,n=16,k=3"], r"bcube\(16,3\) has 4096 hosts and 768 switches: syncbed emulates "
-                     r"at most 128 hosts and 80 switches on one machine .*python -m emulation\.project", FRESH),
+                     r"at most 128 hosts and 80 switches on one machine .*syncbed project", FRESH),
     "topo_many_switches": (["topo", "bcube,n=2,k=7"], r"bcube\(2,7\) has 128 hosts and 448 switches", FRESH),
     "run_too_big": (["run", "--topo", "fattree,k=16"], r"fattree\(16\) has 1024 hosts and 320 switches", FRESH),
 }

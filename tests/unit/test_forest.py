@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy.optimize import linprog
 
-from emulation.fluid import links_of
+from emulation.expected import links_of
 from topologies.spec import build
 from workloads import forest
 from workloads.algorithms import base

@@ -90,7 +90,7 @@ def bml_run() -> tuple:
     per_nic = 2 * 15 * GRAD / (2 * 16)
     run = {"topology": topo.name, "algorithm": "bml", "workers": 16, "servers": 0,
            "gradient_bytes": GRAD, "link_mbps": 20.0, "iters": 3, "sync_seconds": [1.62, 1.58, 1.60],
-           "bound_seconds": 1.57, "fluid_seconds": 1.571, "iteration_seconds": [2.0, 2.0, 2.0],
+           "bound_seconds": 1.57, "simulated_seconds": 1.571, "iteration_seconds": [2.0, 2.0, 2.0],
            "payload_bytes_measured": nic_bytes(topo, per_nic, {"h00-eth0": 0.8}),
            "payload_bytes_expected": nic_bytes(topo, per_nic),
            "payload_ratio": {"min": 0.8, "max": 1.0}, "wire_overhead": 0.03,
@@ -150,9 +150,9 @@ def test_report_has_table_rows_and_every_plot(tmp_path):
     text = path.read_text()
     assert path == folder / "report.md"
     assert text.startswith("# syncbed experiment `bml-vs-ps`")
-    assert ("| 1 | bcube(4,2) | bml | 16 | 4 | 20 | 1.600 | 1.570 | 1.571 | 1.02 | 0.800..1.000 | 8/8 | yes | yes | ok |"
+    assert ("| 1 | bcube(4,2) | bml | 16 | 4 | 20 | 1.600 | 1.570 | 1.02 | 1.571 | 0.98 | 0.800..1.000 | 8/8 | yes | yes | ok |"
             in text)
-    assert ("| 2 | fattree(4) | ps | 16 | 4 | 20 | 3.400 | 3.150 | – | 1.08 | 1.000..1.000 | 18/20 | yes | **NO** | ok |"
+    assert ("| 2 | fattree(4) | ps | 16 | 4 | 20 | 3.400 | 3.150 | 1.08 | – | – | 1.000..1.000 | 18/20 | yes | **NO** | ok |"
             in text)
     assert "ovs-vswitchd at 97% CPU (limit 90%)" in text
     assert "| 1 | level0 | 20 | 19.4 | 0.97 |" in text and "| 2 | agg-core | 20 | 19.4 | 0.97 |" in text
@@ -194,7 +194,7 @@ def test_missing_optional_files_do_not_crash(tmp_path):
     for p in (run1 / "workers").iterdir():
         p.unlink()
     summary = json.loads((folder / "summary.json").read_text())
-    for key in ("link_bytes", "payload_bytes_measured", "bound_seconds", "fluid_seconds", "switches_total", "faithful"):
+    for key in ("link_bytes", "payload_bytes_measured", "bound_seconds", "simulated_seconds", "switches_total", "faithful"):
         summary["runs"][0].pop(key)
     (folder / "summary.json").write_text(json.dumps(summary))
     text = report.write_report(folder).read_text()
@@ -284,9 +284,10 @@ def test_results_columns_come_from_the_sets_that_apply():
     assert header.count("algorithm") == 1 and header.index("algorithm") == 2  # the spec took its place
     assert [r[2] for r in rows] == ["topk,density=0.01", "mgwfbp"]
     at = header.index("median iteration s")
-    assert header[at:at + 3] == ["median iteration s", "predicted iteration s", "iteration measured/predicted"]
-    assert header[at - 1] == "ratio" and rows[1][at:at + 3] == ["2.200", "2.000", "1.10"]
-    assert rows[0][at:at + 3] == ["–", "–", "–"]
+    assert header[at:at + 4] == ["median iteration s", "predicted iteration s", "iteration measured/predicted",
+                                 "simulated iteration s"]
+    assert header[at - 1] == "simulated/measured" and rows[1][at:at + 4] == ["2.200", "2.000", "1.10", "–"]
+    assert rows[0][at:at + 4] == ["–", "–", "–", "–"]
 
 
 @pytest.mark.unit

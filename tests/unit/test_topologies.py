@@ -370,7 +370,7 @@ def test_spec_parse():
     ("bcube,n=16,k=4", r"65536 servers"),
     ("fattree,k=3", r"Fat-Tree k=3 is invalid: k must be an even number"),
     ("fattree,k=0", r"Fat-Tree k=0 is invalid"),
-    ("fattree,k=18", r"Fat-Tree k=18 is too large"),
+    ("fattree,k=34", r"Fat-Tree k=34 is too large: at most k=32 \(8192 hosts\)"),
 ])
 def test_spec_errors_are_one_line(bad, pattern):
     with pytest.raises(ValueError, match=pattern) as e:

@@ -7,7 +7,7 @@ Algorithm(...)`. It has two halves (docs/STYLE.md: plan in pure functions, execu
   the closed form the captures are checked against), `groups(plan) -> [GroupSpec]` (extra
   process groups the executor needs) and, optionally, `phases(plan) -> [[Flow]]` (the same
   traffic cut into steps that run one after another, for the flow-level bound in
-  emulation/fluid.py; absent = one step, all flows at once);
+  the SimGrid simulation, emulation/project.py; absent = one step, all flows at once);
 - executor: `execute(plan, comm, grads, state) -> torch.Tensor`, run inside the worker,
   which only carries out the plan with Gloo calls through `comm` (workloads/comm.py).
   `state` (`SyncState`) is made once per rank and run and handed to every call: the
