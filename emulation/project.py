@@ -154,10 +154,14 @@ MEM_PER_ROUTE = 700.0
 MEM_PER_ROUTE_LINK = 260.0
 MEM_PER_COMM = 2500.0
 MEM_PER_CELL = 8.0
-# CPU seconds, measured: SimGrid re-solves the sharing of every coupled flow at each flow's end,
-# so a step of F flows that share links costs ~C * F^2 (PS on Fat-Tree k=6 and k=8:
-# 2.5e-8 and 3.0e-8); a route costs 40 us, a switch's ECMP table 12 us per destination NIC.
-CPU_PER_FLOW_PAIR = 3.0e-8
+# CPU seconds, measured (PS on Fat-Tree k=6 and k=8, 2,862 and 16,256 flows per step): every
+# message costs ~1.9e-4 s (the Python driver's start and wait, SimGrid's activity); and where
+# the flows of a step end at different moments, SimGrid re-solves the sharing of every coupled
+# flow at each end: ~C * F^2 more. That happens under hash ECMP on a Fat-Tree (collisions give
+# flows different bottlenecks: k=8 16.5 s against 6.0 s with two-level routing, where every
+# flow of a PS step ends together). A route costs 40 us, a switch's ECMP table 12 us per NIC.
+CPU_PER_COMM = 1.9e-4
+CPU_PER_FLOW_PAIR = 4.0e-8
 CPU_PER_ROUTE = 40e-6
 CPU_PER_TABLE_ENTRY = 12e-6
 
@@ -221,10 +225,12 @@ def check_buildable(topo_spec: str, max_memory: float | None = None) -> None:
 
 
 def estimate_seconds(topo: Topology, pairs: int, step_flows: list) -> float:
-    """CPU seconds a projection may take: routes, switch tables and the F^2 of coupled steps
-    (an upper estimate: flows that end together cost one event, not one each)."""
+    """CPU seconds a projection may take: routes, switch tables, every message, and the F^2 of
+    steps whose flows end apart (hash ECMP on a Fat-Tree; an upper estimate there)."""
+    uneven = topo.kind == "fattree" and topo.params.get("ecmp", "hash") == "hash"
     return (CPU_PER_ROUTE * pairs + CPU_PER_TABLE_ENTRY * len(topo.switches()) * _nics(topo)
-            + CPU_PER_FLOW_PAIR * sum(f * f for f in step_flows))
+            + CPU_PER_COMM * sum(step_flows)
+            + (CPU_PER_FLOW_PAIR * sum(f * f for f in step_flows) if uneven else 0.0))
 
 
 MEMORY_MARGIN = 0.8  # use at most this share of MemAvailable: the estimates are +-30%
@@ -713,13 +719,26 @@ def prepare_all(a, log=print) -> list[Prepared]:
     preps, built = [], {}
     for req, run in _requests(a):
         if run is not None:
+            why = simulable(base.get(run.algorithm))
+            if why:  # an experiment file's run with no simulated form: named and skipped
+                log(f"skipping {run.topology.name} {run.spec or run.algorithm}: {why}")
+                a.skipped.append({"topology": run.topology.name, "algo_spec": run.spec or run.algorithm,
+                                  "model": run.model.spec, "why": why})
+                continue
             preps.append(prepare_planned(run, req))
             continue
-        if req.topo not in built:
-            check_buildable(req.topo, req.max_memory)
-            log(f"building {req.topo} ...")
-            built[req.topo] = simgrid_platform.indexed(spec.build(req.topo, bw=req.bw, ecmp=req.ecmp))
-        preps.append(prepare(req, built[req.topo]))
+        try:
+            if req.topo not in built:
+                check_buildable(req.topo, req.max_memory)
+                log(f"building {req.topo} ...")
+                built[req.topo] = simgrid_platform.indexed(spec.build(req.topo, bw=req.bw, ecmp=req.ecmp))
+            preps.append(prepare(req, built[req.topo]))
+        except TooLarge as e:
+            if not a.skip_too_large:
+                raise
+            log(f"skipping {req.topo} {req.algo}: {e}")
+            a.skipped.append({"topology": req.topo, "algo_spec": req.algo, "model": req.model or f"synthetic,mb={req.mb:g}",
+                              "why": str(e)})
     return preps
 
 
@@ -771,9 +790,12 @@ def main(argv=None) -> int:
                     help="driver: one actor starts every message of a step (fast); ranks: one actor per rank")
     ap.add_argument("--max-memory-gb", type=float, help="refuse above this estimate (default: MemAvailable)")
     ap.add_argument("--max-minutes", type=float, default=60.0, help="refuse above this CPU-time estimate")
+    ap.add_argument("--skip-too-large", action="store_true",
+                    help="in a sweep, skip (and name in the report) what the memory or time estimate refuses")
     ap.add_argument("--measured", help="a results folder of the same experiment: simulated against measured, per run")
     ap.add_argument("--out", help="folder for summary.json, report.md, plots (default results/project-<time>)")
     a = ap.parse_args(argv)
+    a.skipped = []
     why = simgrid_available()
     if why:
         print(f"project: {why}", file=sys.stderr)
@@ -795,7 +817,7 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     summary = {"status": "running", "error": None, "simulated": True,
                "experiment": a.experiment or f"project {' '.join(a.topo)} {a.algo}",
-               "started": started, "finished": None, "runs": [], "networks": []}
+               "started": started, "finished": None, "runs": [], "networks": [], "skipped": a.skipped}
     runs = summary["runs"]
     try:
         for i, p in enumerate(preps, 1):

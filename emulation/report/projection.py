@@ -105,6 +105,9 @@ def render(summary: dict, plots: list[Path]) -> str:
                         "bytes = closed form", "simulator wall s", "SimGrid CPU s"], run_rows(runs))
         lines.append("")
     lines += validation_lines(summary.get("validation", []))
+    if summary.get("skipped"):
+        lines += ["## Not simulated", ""] + [f"- {k['topology']} {k['algo_spec']} ({k['model']}): {k['why']}"
+                                              for k in summary["skipped"]] + [""]
     for p in plots:
         lines += [f"![{p.stem}]({PLOTS_DIR}/{p.name})", ""]
     return "\n".join(lines)

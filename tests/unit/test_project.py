@@ -372,3 +372,15 @@ def test_experiment_file_plans_as_syncbed_run_and_validates_against_measured(cap
     assert rows["mgwfbp"]["measured_iteration_seconds"] == 0.7
     report = (tmp_path / "out" / "report.md").read_text()
     assert "## Simulated against measured" in report and "runs within 10% of the measurement" in report
+
+
+def test_a_sweep_may_skip_what_is_too_large_and_names_it(capsys, tmp_path):
+    argv = ["--topo", "fattree,k=4", "--algo", "ring,ps", "--mb", "1", "--max-minutes", "0.0005"]
+    assert project.main(argv + ["--out", str(tmp_path / "refused")]) == 2
+    assert "CPU hours" in capsys.readouterr().err
+    assert project.main(argv + ["--skip-too-large", "--out", str(tmp_path / "out")]) == 0
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    # the ring's estimate (16 routes, 16 messages) is 8 ms, under 30; PS's 240 flows per step, 110 ms
+    assert [r["algo_spec"] for r in summary["runs"]] == ["ring"]
+    assert [k["algo_spec"] for k in summary["skipped"]] == ["ps"]
+    assert "## Not simulated" in (tmp_path / "out" / "report.md").read_text()
