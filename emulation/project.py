@@ -490,6 +490,49 @@ def checked(req: Request, topo: Topology, hosts: list, algo: base.Algorithm, pla
                     form, model, [dict(f) for f in background or ()])
 
 
+GROWTH_FROM = (16, 32)  # worker counts whose plans tell how an algorithm's flows grow with P
+MEM_PER_PLANNED_FLOW = 600.0  # a Flow in the plan's traffic, its steps and the schedule (Python objects)
+
+
+def _check_growth(req: Request, name: str, raw: dict, topo: Topology, workers: int, servers: int,
+                  layer_sizes, layers) -> None:
+    """Before planning thousands of workers (PS on 3456 hosts is 12M flows, gigabytes of Python
+    objects before any estimate could refuse it): plan 16 and 32 workers, fit flows ~ P^e, and
+    refuse (TooLarge) what the extrapolated flows would not fit in memory or time. Planners
+    that cannot plan the small sizes (BML wants whole BCube levels) are planned as asked."""
+    import math
+
+    from emulation.config import place
+
+    if workers <= 2 * GROWTH_FROM[-1]:
+        return
+    counts = []
+    try:
+        for p in GROWTH_FROM:
+            ctx = base.PlanContext(workers=p, servers=servers, layer_sizes=layer_sizes, layers=layers,
+                                   nics=len(topo.host_nics(topo.hosts()[0])), topology=topo,
+                                   hosts=tuple(place(topo, p + servers, req.placement)), options=raw,
+                                   link=dict(req.link) if req.link else None)
+            algo, plan = base.plan_for(name, ctx)
+            counts.append(sum(len(s) for s in algo.steps(plan)))
+    except (ValueError, KeyError):
+        return
+    if min(counts) < 1:
+        return
+    e = math.log(counts[1] / counts[0]) / math.log(GROWTH_FROM[1] / GROWTH_FROM[0])
+    flows = counts[1] * (workers / GROWTH_FROM[1]) ** e
+    need = MEM_BASE + description_bytes(topology_sizes(topo)) + flows * (
+        MEM_PER_PLANNED_FLOW + MEM_PER_COMM + MEM_PER_ROUTE + 6 * MEM_PER_ROUTE_LINK)
+    have = req.max_memory if req.max_memory is not None else available_memory()
+    what = f"{name} on {workers} workers of {topo.name} (about {flows:,.0f} flows, growing as P^{e:.1f})"
+    if need > have:
+        raise TooLarge(f"{what} needs about {need / 2**30:.1f} GiB, {have / 2**30:.1f} GiB available")
+    cpu = (CPU_PER_COMM + CPU_PER_ROUTE) * flows
+    if req.max_seconds is not None and cpu > req.max_seconds:
+        raise TooLarge(f"{what} would take about {cpu / 3600:.1f} CPU hours to simulate; "
+                       f"limit {req.max_seconds / 60:g} min")
+
+
 def prepare(req: Request, topo: Topology | None = None) -> Prepared:
     """Build, place and plan, estimate memory and time; refuse (ValueError, one line) what cannot
     be simulated or would not fit. Nothing is simulated yet."""
@@ -513,8 +556,9 @@ def prepare(req: Request, topo: Topology | None = None) -> Prepared:
     if workers < 1 or workers + servers > len(all_hosts):
         raise ValueError(f"{workers} workers + {servers} servers do not fit on {topo.name}, "
                          f"which has {len(all_hosts)} hosts")
-    hosts = place(topo, workers + servers, req.placement)
     layer_sizes, layers, model = _layers(req)
+    _check_growth(req, name, raw, topo, workers, servers, layer_sizes, layers)
+    hosts = place(topo, workers + servers, req.placement)
     ctx = base.PlanContext(workers=workers, servers=servers, layer_sizes=layer_sizes, layers=layers,
                            nics=len(topo.host_nics(hosts[0])), topology=topo, hosts=tuple(hosts), options=raw,
                            link=dict(req.link) if req.link else None)

@@ -384,3 +384,15 @@ def test_a_sweep_may_skip_what_is_too_large_and_names_it(capsys, tmp_path):
     assert [r["algo_spec"] for r in summary["runs"]] == ["ring"]
     assert [k["algo_spec"] for k in summary["skipped"]] == ["ps"]
     assert "## Not simulated" in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_growth_is_checked_before_planning_thousands():
+    # PS on 1024 workers: 16 and 32 give 240 and 992 flows per sync (P^2.05): about 1M
+    # flows, refused from the small plans alone (the full plan would be gigabytes)
+    with pytest.raises(project.TooLarge, match=r"ps on 1024 workers of fattree\(16\) \(about [\d,]+ flows, "
+                                               r"growing as P\^2\.0\) needs about"):
+        project.prepare(project.Request("fattree,k=16", "ps", 1024, max_memory=3 * 2**30))
+    with pytest.raises(project.TooLarge, match=r"growing as P\^2\.0\) would take about .* CPU hours"):
+        project.prepare(project.Request("fattree,k=16", "ps", 1024, max_seconds=60))
+    # the ring grows as P: planned and estimated as usual
+    assert project.prepare(project.Request("fattree,k=16", "ring", 1024)).cpu_seconds < 60
