@@ -123,11 +123,18 @@ class SimForm:
     layerwise: bool = False
 
 
-def simulated_form(algo: base.Algorithm, plan: dict) -> SimForm:
-    """The plan's SimForm (pure); ValueError (one line) where there is none."""
+def simulated_form(algo: base.Algorithm, plan: dict, round_latency: float = 0.0) -> SimForm:
+    """The plan's SimForm (pure); ValueError (one line) where there is none.
+
+    `round_latency` (seconds): the start-up of one message round, charged `Algorithm.step_rounds`
+    times before each step's flows (a ring's 2(N-1) rounds, PS's one per phase): the latency
+    term the zero-latency flow model lacks. Layer-wise plans keep their own measured or given
+    all-reduce start-up a per group instead (it already prices the ring's rounds)."""
     why = simulable(algo)
     if why:
         raise ValueError(why)
+    if not (round_latency >= 0 and round_latency < float("inf")):
+        raise ValueError(f"round latency {round_latency!r} must be a number of seconds >= 0")
     steps = algo.steps(plan)
     if "link" in algo.needs and "groups" in plan and "predicted" in plan:
         ready = plan["predicted"]["ready"]
@@ -136,7 +143,10 @@ def simulated_form(algo: base.Algorithm, plan: dict) -> SimForm:
             raise ValueError(f"{algo.name}: {len(steps)} steps for {len(release)} groups")
         return SimForm(steps, release, [float(plan["alpha"])] * len(steps),
                        float(plan["predicted"]["backward_seconds"]), True)
-    return SimForm(steps, [0.0] * len(steps), [0.0] * len(steps))
+    rounds = algo.step_rounds(plan)
+    if len(rounds) != len(steps):
+        raise ValueError(f"{algo.name}: {len(rounds)} round counts for {len(steps)} steps")
+    return SimForm(steps, [0.0] * len(steps), [round_latency * r for r in rounds])
 
 
 # Bytes per object, measured on this machine (peak RSS, see docs/PROJECTION.md): a host's
@@ -422,6 +432,7 @@ class Request:
     max_seconds: float | None = 3600.0  # refuse a projection estimated to take longer (CPU s)
     model: str | None = None  # a models.load spec (per-layer sizes and backward times); None: one layer of mb MiB
     link: dict | None = None  # {alpha, beta} of an all-reduce for the layer-wise planners; None: provisional
+    round_latency: float = 0.0  # seconds per message round (simulated_form); 0: the bandwidth term alone
 
 
 @dataclass
@@ -471,7 +482,7 @@ def _layers(req: Request):
 def checked(req: Request, topo: Topology, hosts: list, algo: base.Algorithm, plan: dict, ctx, spec: str,
             model: str, background=()) -> Prepared:
     """Estimate memory and CPU of simulating `plan`; refuse (TooLarge, one line) what would not fit."""
-    form = simulated_form(algo, plan)
+    form = simulated_form(algo, plan, req.round_latency)
     steps = form.steps
     pairs = pairs_of(steps, hosts)
     hops = {"fattree": 6, "bcube": 2 * (topo.params.get("k", 1) + 1)}.get(topo.kind, 8)
@@ -595,12 +606,12 @@ def less_background(platform, topo: Topology, background) -> dict:
 
 
 def simulate_plan(topo: Topology, hosts: list, algo: base.Algorithm, plan: dict,
-                  model: "NetworkModel | None" = None, background=None) -> dict:
+                  model: "NetworkModel | None" = None, background=None, round_latency: float = 0.0) -> dict:
     """The simulated times of one planned sync (the emulation's analysis calls this for every run):
     simulated_seconds (the sync as the emulation measures it), simulated_iteration_seconds
     (layer-wise only: backprop and exposed communication), simulated_step_seconds. Raises
     ValueError (one line) for a plan with no simulated form, RuntimeError if SimGrid fails."""
-    form = simulated_form(algo, plan)
+    form = simulated_form(algo, plan, round_latency)
     fast = simgrid_platform.indexed(topo)
     platform = simgrid_platform.platform_for(fast, pairs_of(form.steps, hosts))
     less_background(platform, fast, background)
@@ -655,7 +666,8 @@ def project(req: Request | Prepared, topo: Topology | None = None, inspect: bool
         "link_mbps": link_mbps[0] if len(link_mbps) == 1 else link_mbps, "ecmp": fast.params.get("ecmp"),
         "iters": 1, "warmup": 0, "syncs_counted": 1,
         "sync_seconds": [t], "median_sync_seconds": t, "step_seconds": sim["step_seconds"],
-        "simulated_seconds": t,
+        "simulated_seconds": t, "round_latency_seconds": p.req.round_latency,
+        "rounds_per_sync": None if form.layerwise else sum(algo.step_rounds(p.plan)),
         "bound_seconds": bound, "bound_nonblocking_seconds": analysis.bound_seconds(fast, per_sync),
         "sync_over_bound": t / bound if bound else None,
         "payload_bytes_expected": per_sync, "payload_bytes_simulated": simulated_nics,
@@ -695,8 +707,10 @@ def _requests(a) -> list[tuple[Request, Topology | None]]:
     runs, planned by config.validate exactly as `syncbed run` plans them)."""
     from topologies import spec
 
+    if not a.round_latency >= 0:
+        raise ValueError(f"--round-latency {a.round_latency} must be a number of seconds >= 0")
     limits = dict(mode=a.mode, max_memory=a.max_memory_gb * 2**30 if a.max_memory_gb else None,
-                  max_seconds=a.max_minutes * 60)
+                  max_seconds=a.max_minutes * 60, round_latency=a.round_latency)
     if a.experiment:
         from emulation import config
 
@@ -827,6 +841,9 @@ def main(argv=None) -> int:
     ap.add_argument("--model", help="a model of the registry (per-layer sizes and backward times), e.g. resnet50")
     ap.add_argument("--alpha", type=float, help="all-reduce start-up a, seconds (layer-wise planners; with --beta)")
     ap.add_argument("--beta", type=float, help="all-reduce seconds per byte b (layer-wise planners; with --alpha)")
+    ap.add_argument("--round-latency", type=float, default=0.0,
+                    help="seconds per message round (a ring's 2(N-1) rounds, PS's 1 per phase); default 0: "
+                         "bandwidth only. The MG-WFBP authors' 16-worker 10GbE a = 0.908 ms is 30 us per round")
     ap.add_argument("--bw", type=float, default=1000.0, help="Mbit/s on every link")
     ap.add_argument("--ecmp", default="hash", choices=spec.ECMP_METHODS)
     ap.add_argument("--placement", default="ordered", choices=("ordered", "spread"))

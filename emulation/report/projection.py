@@ -96,8 +96,11 @@ def render(summary: dict, plots: list[Path]) -> str:
              + f"; started {summary.get('started')}, finished {summary.get('finished')}.", ""]
     if runs:
         nm = runs[0].get("simulator", {}).get("network_model", {})
+        lat = sorted({r.get("round_latency_seconds") or 0.0 for r in runs})
+        latency = ("no latency" if lat == [0.0] else
+                   "a start-up of " + ", ".join(f"{x * 1e6:g} us" for x in lat) + " per message round")
         lines += [f"Network model: {nm.get('name')}, bandwidth factor {nm.get('bandwidth_factor')} "
-                  f"(TCP payload per frame at MTU {nm.get('mtu')}), no link latency; layer-wise algorithms pay "
+                  f"(TCP payload per frame at MTU {nm.get('mtu')}), {latency}; layer-wise algorithms pay "
                   "their plan's all-reduce start-up a per group and start each group when backprop has "
                   "produced it. Bytes per NIC are those of the plan's flows, checked against the closed form.", ""]
         lines += ["## Runs", ""]

@@ -281,9 +281,10 @@ def test_unsimulable_and_too_large_are_refused_in_one_line():
         project.prepare(project.Request("fattree,k=4", "dfs", 16))
     with pytest.raises(project.TooLarge, match=r"needs about \d+\.\d GiB just to describe, 0\.0 GiB available"):
         project.prepare(project.Request("fattree,k=4", "ring", 16, max_memory=1e6))
-    # the description fits, the routes and flows of 128 PS ranks do not
+    # the description fits, the routes and flows of 128 PS ranks do not (refused from the growth
+    # of 16 and 32 workers, before planning 128)
     need = project.MEM_BASE + project.description_bytes(project.description_sizes("fattree,k=8"))
-    with pytest.raises(project.TooLarge, match=r"ps on 128 hosts .* needs about \d+\.\d GiB, 0\.\d GiB available"):
+    with pytest.raises(project.TooLarge, match=r"ps on 128 (hosts|workers) .* needs about \d+\.\d GiB, 0\.\d GiB available"):
         project.prepare(project.Request("fattree,k=8", "ps", 128, max_memory=need * 1.01))
     # PS on 128 hosts: 16256 concurrent flows per step, about 16 CPU seconds
     with pytest.raises(project.TooLarge, match="CPU hours"):
@@ -298,6 +299,7 @@ def test_unsimulable_and_too_large_are_refused_in_one_line():
     (["--topo", "fattree,k=4", "--algo", "ring", "--measured", "docs/results/default"], "drop --topo and --algo"),
     (["--measured", "docs"], "no config.yaml there"),
     (["--algo", "ring"], "give an experiment file, --measured with a results folder, or --topo and --algo"),
+    (["--topo", "fattree,k=4", "--algo", "ring", "--round-latency", "-1"], "--round-latency -1.0 must be"),
     (["experiments/nope.yaml"], "does not exist"),
     (["--topo", "fattree,k=4", "--algo", "ring", "--max-memory-gb", "0.001"], "GiB available"),
     (["--topo", "fattree,k=4", "--algo", "bml"], "bml runs on bcube only"),
@@ -396,3 +398,30 @@ def test_growth_is_checked_before_planning_thousands():
         project.prepare(project.Request("fattree,k=16", "ps", 1024, max_seconds=60))
     # the ring grows as P: planned and estimated as usual
     assert project.prepare(project.Request("fattree,k=16", "ring", 1024)).cpu_seconds < 60
+
+
+def test_round_latency_adds_each_steps_rounds():
+    base_ring = project.project(project.Request("fattree,k=4", "ring", 8, mb=1, bw=20))
+    ring = project.project(project.Request("fattree,k=4", "ring", 8, mb=1, bw=20, round_latency=0.002))
+    assert ring["rounds_per_sync"] == 14  # 2(N-1)
+    assert ring["median_sync_seconds"] == pytest.approx(base_ring["median_sync_seconds"] + 14 * 0.002, rel=1e-9)
+    base_ps = project.project(project.Request("fattree,k=4", "ps", 8, mb=1, bw=20))
+    ps = project.project(project.Request("fattree,k=4", "ps", 8, mb=1, bw=20, round_latency=0.002))
+    assert ps["rounds_per_sync"] == 2  # push, pull
+    assert ps["median_sync_seconds"] == pytest.approx(base_ps["median_sync_seconds"] + 2 * 0.002, rel=1e-9)
+    with pytest.raises(ValueError, match="round latency -1 must be"):
+        project.simulated_form(base.get("ring"), {}, -1)
+
+
+@pytest.mark.parametrize("name", sorted(base.registry()))
+def test_every_algorithm_has_one_round_count_per_step(name):
+    algo = base.get(name)
+    spec = "bcube,n=3,k=2" if algo.topologies == ("bcube",) else "fattree,k=4"
+    topo = build(spec, bw=20)
+    hosts = topo.hosts()[:9]
+    raw = {"density": 0.01} if "density" in algo.options else {}
+    ctx = base.PlanContext(workers=9, layer_sizes=(3000, 5000), layers=(("a", 3000, 0.01), ("b", 5000, 0.01)),
+                           nics=len(topo.host_nics(hosts[0])), topology=topo, hosts=tuple(hosts), options=raw)
+    a, plan = base.plan_for(name, ctx)
+    rounds = a.step_rounds(plan)
+    assert len(rounds) == len(a.steps(plan)) and all(isinstance(r, int) and r >= 1 for r in rounds)

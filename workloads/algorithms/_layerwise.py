@@ -139,6 +139,11 @@ def phases(plan: dict) -> list[list[Flow]]:
     return [_group_flows(plan, g) for g in range(len(plan["groups"]))]
 
 
+def rounds(plan: dict) -> list[int]:
+    """Each group's ring: 2(N-1) rounds (the plan's a already prices them, see emulation/project.py)."""
+    return [2 * (plan["workers"] - 1)] * len(plan["groups"])
+
+
 def describe(plan: dict) -> dict:
     """What summary.json keeps of a layer-wise plan: the cost model, the prediction, the groups."""
     return {"alpha_seconds": plan["alpha"], "beta_seconds_per_byte": plan["beta"],

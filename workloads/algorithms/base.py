@@ -7,7 +7,9 @@ Algorithm(...)`. It has two halves (docs/STYLE.md: plan in pure functions, execu
   the closed form the captures are checked against), `groups(plan) -> [GroupSpec]` (extra
   process groups the executor needs) and, optionally, `phases(plan) -> [[Flow]]` (the same
   traffic cut into steps that run one after another, for the flow-level bound in
-  the SimGrid simulation, emulation/project.py; absent = one step, all flows at once);
+  the SimGrid simulation, emulation/project.py; absent = one step, all flows at once) and,
+  optionally, `rounds(plan) -> [int]` (per step, the message rounds it waits through one
+  after another, e.g. a ring's 2(N-1); the projection's latency term; absent = 1 per step);
 - executor: `execute(plan, comm, grads, state) -> torch.Tensor`, run inside the worker,
   which only carries out the plan with Gloo calls through `comm` (workloads/comm.py).
   `state` (`SyncState`) is made once per rank and run and handed to every call: the
@@ -182,10 +184,17 @@ class Algorithm:
     data_dependent: bool = False  # expected bytes come from the ranks' per-iteration logs
     needs: tuple = ()  # measured planner inputs: "link" (a, b of an all-reduce), "background" (flow rates)
     describe: Callable[[dict], dict] = lambda plan: {}  # plan facts for summary.json (JSON-able)
+    # message rounds each step waits through one after another (a ring's 2(N-1) steps); the
+    # projection charges a per-round latency for each; None: one round per step
+    rounds: Callable[[dict], list] | None = None
 
     def steps(self, plan: dict) -> list:
         """The sync's traffic as consecutive steps of concurrent flows."""
         return self.phases(plan) if self.phases else [self.traffic(plan)]
+
+    def step_rounds(self, plan: dict) -> list[int]:
+        """Sequential message rounds per step (`rounds`, else 1 each): the latency term."""
+        return list(self.rounds(plan)) if self.rounds else [1] * len(self.steps(plan))
 
     def parse_options(self, raw: dict) -> dict:
         """Typed options with defaults filled in; unknown names refused, listing the valid ones."""

@@ -313,6 +313,8 @@ ALGORITHM = Algorithm(
     name="forest",
     summary="topology-adaptive forest: packed aggregation/broadcast trees, pipelined and overlapped (INFOCOM 2021)",
     plan=plan, traffic=traffic, execute=execute, validate=validate, options=OPTIONS, needs=("background",),
+    rounds=lambda plan: ([2 * (plan["workers"] - 1)] if plan.get("fallback") == "ring"  # it runs the ring
+                         else [2 * max((t["height"] for t in plan["trees"]), default=0)]),  # up, then down
     describe=lambda plan: {k: plan[k] for k in ("planned_seconds", "bound_cut_seconds", "bound_rsag_seconds",
                                                  "gap", "planner_seconds", "capacity", "planned_seconds_configured",
                                                  "planned_seconds_available", "bound_cut_available_seconds",

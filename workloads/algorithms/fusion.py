@@ -32,5 +32,5 @@ ALGORITHM = Algorithm(
     name="fusion",
     summary="fixed-size fusion: ring all-reduce of bucket_mb buckets filled in backward order (DDP 25, Horovod 64)",
     plan=plan, traffic=_layerwise.traffic, phases=_layerwise.phases, execute=_layerwise.execute, describe=_layerwise.describe, options=OPTIONS,
-    needs=_layerwise.NEEDS,
+    needs=_layerwise.NEEDS, rounds=_layerwise.rounds,
 )

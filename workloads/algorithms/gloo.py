@@ -71,4 +71,5 @@ ALGORITHM = Algorithm(
     name="gloo",
     summary="torch.distributed Gloo all_reduce (ring to the predecessor) on NIC 0",
     plan=plan, traffic=traffic, execute=execute,
+    rounds=lambda plan: [2 * (plan["workers"] - 1)],  # its ring: reduce-scatter then all-gather
 )

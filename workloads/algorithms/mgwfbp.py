@@ -59,5 +59,5 @@ ALGORITHM = Algorithm(
     name="mgwfbp",
     summary="MG-WFBP: ring all-reduce of merged layer groups overlapping backprop (merge=greedy|optimal, a, b)",
     plan=plan, traffic=_layerwise.traffic, phases=_layerwise.phases, execute=_layerwise.execute, describe=_layerwise.describe,
-    validate=validate, options=OPTIONS, needs=_layerwise.NEEDS,
+    validate=validate, options=OPTIONS, needs=_layerwise.NEEDS, rounds=_layerwise.rounds,
 )

@@ -189,4 +189,5 @@ ALGORITHM = Algorithm(
     name="ring",
     summary="ring all-reduce (reduce-scatter + all-gather) over send/recv on NIC 0, order from the plan",
     plan=plan, traffic=traffic, execute=execute, validate=validate, options=OPTIONS,
+    rounds=lambda plan: [2 * (plan["workers"] - 1)],  # reduce-scatter then all-gather steps
 )
