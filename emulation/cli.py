@@ -23,6 +23,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from emulation.cliargs import OneLineParser
+
 
 def _root_problem() -> str | None:
     if os.geteuid() != 0:
@@ -271,15 +273,6 @@ def cmd_clean(args) -> int:
     return 0
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse with the project's rule for bad input: one line saying what is wrong and
-    what is valid, exit code 2 (argparse's default prints its whole usage first)."""
-
-    def error(self, message):
-        print(f"syncbed: {message}; see {self.prog} --help", file=sys.stderr)
-        sys.exit(2)
-
-
 def _typed(convert, valid: str):
     """An argparse type whose error names the value and what is valid."""
     def parse(text):
@@ -299,7 +292,7 @@ SECONDS = _typed(float, "a number of seconds > 0")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="syncbed", description=__doc__.split("\n")[0])
+    p = OneLineParser(prog="syncbed", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True, metavar="{run,topo,algos,analyze,project,clean}")
     r = sub.add_parser("run", help="run an experiment (YAML file and/or options)")
     r.add_argument("experiment", nargs="?", help="experiment YAML (experiments/*.yaml)")

@@ -828,9 +828,9 @@ def validation_rows(runs: list, measured: dict) -> list[dict]:
 def main(argv=None) -> int:
     from topologies import spec
 
-    from emulation.cli import _Parser  # one line and exit 2 on bad options, as syncbed's
+    from emulation.cliargs import OneLineParser  # one line and exit 2 on bad options, as syncbed's
 
-    ap = _Parser(prog="syncbed project", description=__doc__.split("\n")[0])
+    ap = OneLineParser(prog="syncbed project", description=__doc__.split("\n")[0])
     ap.add_argument("experiment", nargs="?", help="an experiment file (experiments/*.yaml): its runs, planned as "
                     "syncbed run plans them (instead of --topo/--algo)")
     ap.add_argument("--topo", action="append", help="bcube,n=N,k=K | fattree,k=K; repeat for a sweep over sizes")
