@@ -164,14 +164,23 @@ MEM_PER_ROUTE = 700.0
 MEM_PER_ROUTE_LINK = 260.0
 MEM_PER_COMM = 2500.0
 MEM_PER_CELL = 8.0
-# CPU seconds, measured (PS on Fat-Tree k=6 and k=8, 2,862 and 16,256 flows per step): every
-# message costs ~1.9e-4 s (the Python driver's start and wait, SimGrid's activity); and where
-# the flows of a step end at different moments, SimGrid re-solves the sharing of every coupled
-# flow at each end: ~C * F^2 more. That happens under hash ECMP on a Fat-Tree (collisions give
-# flows different bottlenecks: k=8 16.5 s against 6.0 s with two-level routing, where every
-# flow of a PS step ends together). A route costs 40 us, a switch's ECMP table 12 us per NIC.
-CPU_PER_COMM = 1.9e-4
+# CPU seconds, measured (PS on Fat-Tree k=6, 8, 10 with two-level routing: 5,724, 32,512 and
+# 124,500 messages in 0.9, 6.0 and 36.9 s): the messages of a projection cost ~4.9e-6 s x M^1.35
+# (the Python driver's start and wait, SimGrid's activities, and a solver whose work per event
+# grows with the flows in the system); and where the flows of a step end at different moments,
+# SimGrid re-solves the sharing of every coupled flow at each end: ~C * F^2 more per step. That
+# happens under hash ECMP on a Fat-Tree (collisions give flows different bottlenecks: k=8
+# 16.5 s against 6.0 s with two-level routing, where a PS phase ends together). A route costs
+# 40 us, a switch's ECMP table 12 us per NIC.
+CPU_MESSAGES = (4.9e-6, 1.35)  # c, e: c * M^e seconds for M messages
 CPU_PER_FLOW_PAIR = 4.0e-8
+
+
+def message_seconds(messages: float) -> float:
+    c, e = CPU_MESSAGES
+    return c * messages ** e if messages > 0 else 0.0
+
+
 CPU_PER_ROUTE = 40e-6
 CPU_PER_TABLE_ENTRY = 12e-6
 
@@ -239,7 +248,7 @@ def estimate_seconds(topo: Topology, pairs: int, step_flows: list) -> float:
     steps whose flows end apart (hash ECMP on a Fat-Tree; an upper estimate there)."""
     uneven = topo.kind == "fattree" and topo.params.get("ecmp", "hash") == "hash"
     return (CPU_PER_ROUTE * pairs + CPU_PER_TABLE_ENTRY * len(topo.switches()) * _nics(topo)
-            + CPU_PER_COMM * sum(step_flows)
+            + message_seconds(sum(step_flows))
             + (CPU_PER_FLOW_PAIR * sum(f * f for f in step_flows) if uneven else 0.0))
 
 
@@ -538,7 +547,7 @@ def _check_growth(req: Request, name: str, raw: dict, topo: Topology, workers: i
     what = f"{name} on {workers} workers of {topo.name} (about {flows:,.0f} flows, growing as P^{e:.1f})"
     if need > have:
         raise TooLarge(f"{what} needs about {need / 2**30:.1f} GiB, {have / 2**30:.1f} GiB available")
-    cpu = (CPU_PER_COMM + CPU_PER_ROUTE) * flows
+    cpu = CPU_PER_ROUTE * flows + message_seconds(flows)
     if req.max_seconds is not None and cpu > req.max_seconds:
         raise TooLarge(f"{what} would take about {cpu / 3600:.1f} CPU hours to simulate; "
                        f"limit {req.max_seconds / 60:g} min")
