@@ -866,6 +866,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", help="folder for summary.json, report.md, plots (default results/project-<time>)")
     a = ap.parse_args(argv)
     a.skipped = []
+    if hasattr(sys.stdout, "reconfigure"):  # progress lines as they happen, also into a log file
+        sys.stdout.reconfigure(line_buffering=True)
     why = simgrid_available()
     if why:
         print(f"project: {why}", file=sys.stderr)
