@@ -33,6 +33,7 @@ import json
 import multiprocessing
 import os
 import resource
+import signal
 import sys
 import time
 import traceback
@@ -164,21 +165,22 @@ MEM_PER_ROUTE = 700.0
 MEM_PER_ROUTE_LINK = 260.0
 MEM_PER_COMM = 2500.0
 MEM_PER_CELL = 8.0
-# CPU seconds, measured (PS on Fat-Tree k=6, 8, 10 with two-level routing: 5,724, 32,512 and
-# 124,500 messages in 0.9, 6.0 and 36.9 s): the messages of a projection cost ~4.9e-6 s x M^1.35
-# (the Python driver's start and wait, SimGrid's activities, and a solver whose work per event
-# grows with the flows in the system); and where the flows of a step end at different moments,
-# SimGrid re-solves the sharing of every coupled flow at each end: ~C * F^2 more per step. That
-# happens under hash ECMP on a Fat-Tree (collisions give flows different bottlenecks: k=8
-# 16.5 s against 6.0 s with two-level routing, where a PS phase ends together). A route costs
-# 40 us, a switch's ECMP table 12 us per NIC.
-CPU_MESSAGES = (4.9e-6, 1.35)  # c, e: c * M^e seconds for M messages
-CPU_PER_FLOW_PAIR = 4.0e-8
+# CPU seconds, measured (PS with two-level routing on Fat-Tree k=6, 8, 10 and 512 workers of
+# k=16: 2,862, 16,256, 62,250 and 261,632 flows per step in 0.9, 6.0, 36.9 and 851 s): a step
+# of F flows costs ~1e-4 s x F (the Python driver's start and wait, SimGrid's activities) plus
+# ~6.2e-9 s x F^2 (SimGrid re-solves the sharing of every coupled flow at each event, and with
+# more flows, more of them end at moments of their own). Where flows end apart by design, as
+# under hash ECMP on a Fat-Tree (collisions give flows different bottlenecks: k=8 16.5 s against
+# 6.0 s with two-level routing), the F^2 term is ~4e-8. A route costs 40 us, a switch's ECMP
+# table 12 us per NIC.
+CPU_PER_FLOW = 1.0e-4
+CPU_PER_FLOW_PAIR = 6.2e-9
+CPU_PER_FLOW_PAIR_HASH = 4.0e-8
 
 
-def message_seconds(messages: float) -> float:
-    c, e = CPU_MESSAGES
-    return c * messages ** e if messages > 0 else 0.0
+def step_seconds(flows: float, uneven: bool = False) -> float:
+    """CPU seconds to simulate one step of `flows` concurrent flows (the fit above)."""
+    return CPU_PER_FLOW * flows + (CPU_PER_FLOW_PAIR_HASH if uneven else CPU_PER_FLOW_PAIR) * flows * flows
 
 
 CPU_PER_ROUTE = 40e-6
@@ -244,12 +246,11 @@ def check_buildable(topo_spec: str, max_memory: float | None = None) -> None:
 
 
 def estimate_seconds(topo: Topology, pairs: int, step_flows: list) -> float:
-    """CPU seconds a projection may take: routes, switch tables, every message, and the F^2 of
-    steps whose flows end apart (hash ECMP on a Fat-Tree; an upper estimate there)."""
+    """CPU seconds a projection may take: routes, switch tables and every step (`step_seconds`;
+    the larger F^2 term under hash ECMP on a Fat-Tree, an upper estimate there)."""
     uneven = topo.kind == "fattree" and topo.params.get("ecmp", "hash") == "hash"
     return (CPU_PER_ROUTE * pairs + CPU_PER_TABLE_ENTRY * len(topo.switches()) * _nics(topo)
-            + message_seconds(sum(step_flows))
-            + (CPU_PER_FLOW_PAIR * sum(f * f for f in step_flows) if uneven else 0.0))
+            + sum(step_seconds(f, uneven) for f in step_flows))
 
 
 MEMORY_MARGIN = 0.8  # use at most this share of MemAvailable: the estimates are +-30%
@@ -391,6 +392,7 @@ def _run_in_engine(platform, sched, model: NetworkModel, mode: str, inspect: boo
 
 
 def _child(conn, args) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the parent's handler (main) is not ours
     try:
         conn.send(("ok", _run_in_engine(*args)))
     except BaseException as e:  # noqa: BLE001 - reported to the parent, which raises
@@ -547,7 +549,8 @@ def _check_growth(req: Request, name: str, raw: dict, topo: Topology, workers: i
     what = f"{name} on {workers} workers of {topo.name} (about {flows:,.0f} flows, growing as P^{e:.1f})"
     if need > have:
         raise TooLarge(f"{what} needs about {need / 2**30:.1f} GiB, {have / 2**30:.1f} GiB available")
-    cpu = CPU_PER_ROUTE * flows + message_seconds(flows)
+    uneven = topo.kind == "fattree" and topo.params.get("ecmp", "hash") == "hash"
+    cpu = CPU_PER_ROUTE * flows + step_seconds(flows, uneven)  # as one step: an upper estimate
     if req.max_seconds is not None and cpu > req.max_seconds:
         raise TooLarge(f"{what} would take about {cpu / 3600:.1f} CPU hours to simulate; "
                        f"limit {req.max_seconds / 60:g} min")
@@ -891,6 +894,10 @@ def main(argv=None) -> int:
                "experiment": a.experiment or f"project {' '.join(a.topo)} {a.algo}",
                "started": started, "finished": None, "runs": [], "networks": [], "skipped": a.skipped}
     runs = summary["runs"]
+
+    def stop(signum, frame):  # a timeout's SIGTERM ends the projection like Ctrl-C: results marked failed
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, stop)
     try:
         for i, p in enumerate(preps, 1):
             print(f"[{i}/{len(preps)}] {p.topo.name} {p.spec} {p.model}: {len(p.hosts)} hosts, "

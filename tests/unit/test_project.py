@@ -425,3 +425,31 @@ def test_every_algorithm_has_one_round_count_per_step(name):
     a, plan = base.plan_for(name, ctx)
     rounds = a.step_rounds(plan)
     assert len(rounds) == len(a.steps(plan)) and all(isinstance(r, int) and r >= 1 for r in rounds)
+
+
+def test_a_terminated_projection_keeps_its_results_marked_failed(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "emulation.project", "--topo", "fattree,k=4", "--topo", "fattree,k=8",
+                             "--algo", "ring,ps", "--ecmp", "two-level", "--mb", "1", "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline:  # PS on 128 hosts takes seconds: stop it there
+        line = proc.stdout.readline()
+        if "[4/4]" in line:
+            break
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["status"] == "failed" and summary["error"] == "interrupted"
+    assert [r["algo_spec"] for r in summary["runs"]] == ["ring", "ps", "ring"]  # the finished ones
+    assert (out / "report.md").exists()
+    # neither the command nor its SimGrid child is left ([.]: the pattern does not match pgrep's shell)
+    assert not os.popen("pgrep -f 'emulation[.]project --topo fattree,k=4 --topo fattree,k=8'").read().split()
