@@ -168,9 +168,10 @@ def simulated_times(topo: Topology, hosts: list, algo, plan: dict, background=No
 
 def observed_summary(logs: dict, workers: int) -> dict:
     """Means over the measured iterations of what the workers observed (`state.observed`):
-    the compressor's time per sync (`sparsify_seconds`), the zero-block fraction of the
+    the compressor's time per sync (`sparsify_seconds`: selection; `merge_seconds`: merges,
+    residual update, densifying, for topk and gtopk), the zero-block fraction of the
     block-sparse algorithms, the block sizes used (DFS's choice)."""
-    zero, used, sparsify = [], {}, []
+    zero, used, sparsify, merge = [], {}, [], []
     for rank, events in logs.items():
         if rank >= workers:
             continue
@@ -180,6 +181,8 @@ def observed_summary(logs: dict, workers: int) -> dict:
                 continue
             if obs.get("sparsify_seconds") is not None:
                 sparsify.append(float(obs["sparsify_seconds"]))
+            if obs.get("merge_seconds") is not None:
+                merge.append(float(obs["merge_seconds"]))
             if obs.get("zero_block_fraction") is not None:
                 zero.append(float(obs["zero_block_fraction"]))
             if rank == 0 and obs.get("block") is not None:
@@ -187,6 +190,8 @@ def observed_summary(logs: dict, workers: int) -> dict:
     out = {}
     if sparsify:  # the compressor's CPU time per sync (inside the sync time): residual, selection, blocks
         out["sparsify_seconds"] = statistics.fmean(sparsify)
+    if merge:  # and its other CPU per sync: merging sparse sets, the residual's update, densifying
+        out["merge_seconds"] = statistics.fmean(merge)
     if zero:
         out["zero_block_fraction"] = statistics.fmean(zero)
     if used:

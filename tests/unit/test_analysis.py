@@ -156,7 +156,8 @@ def test_phase_bytes_observations_and_time_to_accuracy(tmp_path):
     """Bytes per phase per sync from the ranks' stage records (warmup left out), the workers'
     zero-block fraction and block sizes, and the first evaluation at the target accuracy."""
     stage = lambda i, phase, b: {"event": "stage", "iter": i, "phase": phase, "bytes": b}  # noqa: E731
-    obs = lambda z, b: {"zero_block_fraction": z, "block": b, "sparsify_seconds": z / 10}  # noqa: E731
+    obs = lambda z, b: {"zero_block_fraction": z, "block": b, "sparsify_seconds": z / 10,  # noqa: E731
+                        "merge_seconds": z / 100}
     logs = {0: [it(0, 0, 0, 1, warmup=True), stage(0, "push", 999), it(1, 1, 1, 2, observed=obs(0.5, 64)),
                 stage(1, "push", 10), stage(1, "pull", 30), it(2, 2, 2, 3, observed=obs(0.7, 256)),
                 stage(2, "push", 20), stage(2, "pull", 50),
@@ -168,7 +169,7 @@ def test_phase_bytes_observations_and_time_to_accuracy(tmp_path):
     assert analysis.phase_bytes({0: [it(1, 0, 0, 1)]}) == {}
     summary = analysis.observed_summary(logs, 2)
     assert summary == {"zero_block_fraction": pytest.approx(0.7), "blocks_used": {"64": 1, "256": 1},
-                       "sparsify_seconds": pytest.approx(0.07)}
+                       "sparsify_seconds": pytest.approx(0.07), "merge_seconds": pytest.approx(0.007)}
     for n, e in logs.items():
         write_log(tmp_path, n, e)
     training = analysis.sync_times(tmp_path, workers=2)["training"]

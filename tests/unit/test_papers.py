@@ -162,7 +162,8 @@ def test_report_gets_an_mgwfbp_section_with_the_speedups(tmp_path):
 
 # ---- the others ------------------------------------------------------------------------
 def test_gtopk_compares_sparse_and_dense_per_density():
-    runs = [run("gtopk", algo_spec="gtopk,density=0.01", model="resnet20", median_sync_seconds=0.2),
+    runs = [run("gtopk", algo_spec="gtopk,density=0.01", model="resnet20", median_sync_seconds=0.2,
+                sparsify_seconds=0.03, merge_seconds=0.02),
             run("topk", algo_spec="topk,density=0.01", model="resnet20", median_sync_seconds=0.3),
             run("topk", density=0.001, model="resnet20", median_sync_seconds=0.25),
             run("ring", model="resnet20", median_sync_seconds=1.2),
@@ -177,6 +178,9 @@ def test_gtopk_compares_sparse_and_dense_per_density():
     assert gtopk.pair([runs[0], run("ring", median_sync_seconds=1.0)]) == []  # another model
     text = "\n".join(gtopk.render(rows))
     assert "| fattree(4) | resnet20 | 8 | 0.01 | 0.200 | 0.300 | 1.000 (gloo) | 5.00 | 1.50 | 3.33 |" in text
+    # compression CPU per sync, apart: selection + merges, and its share of the sync; – before it was logged
+    assert high["gtopk_compress_s"] == pytest.approx(0.05) and high["topk_compress_s"] is None
+    assert "| 0.050 (25%) | – |" in text
 
 
 @pytest.mark.parametrize("name, subject, baseline", [("forest", "forest", "ring")])

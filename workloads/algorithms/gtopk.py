@@ -151,11 +151,14 @@ def execute(plan: dict, comm, grads, state):
 
     held = local  # 3.
     carried = {me: (local, torch.ones(k, dtype=torch.bool))}  # source rank -> (its set, entries held carries)
+    merging = 0.0  # the compressor's other CPU: merges, the residual's update, the dense result
     for j, src in role["reduce_recv"]:
         t0 = time.time()
         ups[src].wait()
+        t_merge = time.perf_counter()
         theirs = SparseSet.unpack(up_bufs[src], d)
         held = _full(merge_topk(held, theirs, k), k, "a merged set")
+        merging += time.perf_counter() - t_merge
         if exact:
             for s, alive in carried.values():
                 alive &= torch.isin(s.indices, held.indices)
@@ -187,16 +190,20 @@ def execute(plan: dict, comm, grads, state):
         comm.record(tree=0, stage=rounds + b, nic=nic, phase="broadcast", t0=t0, t1=time.time(),
                     bytes=msg.numel() * 4)
         t0 = time.time()
+    t_merge = time.perf_counter()
     if exact:  # 6.
         kept = local.indices[carried[me][1] & torch.isin(local.indices, counted)]
     else:
         kept = local.indices[torch.isin(local.indices, final.indices)]
     residual.update(acc, kept)
+    merging += time.perf_counter() - t_merge
     for w in sends:
         w.wait()
+    t_merge = time.perf_counter()
     result = final.to_dense()  # 5.
+    merging += time.perf_counter() - t_merge
     state.observed.update(k=k, pairs_sent=k * (len(role["reduce_send"]) + len(role["bcast_send"])),
-                          kept=int(kept.numel()), **role)
+                          kept=int(kept.numel()), merge_seconds=merging, **role)
     return result
 
 
