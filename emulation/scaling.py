@@ -35,6 +35,9 @@ def collect(folders) -> list[dict]:
                          "iteration_s": statistics.median(run["iteration_seconds"]),
                          "efficiency": run.get("scaling_efficiency"),
                          "bytes_per_worker": max(sent) / iters if sent else None,
+                         # the compressor's CPU per sync (selection + merges), inside the sync time
+                         "compress_s": (None if run.get("sparsify_seconds") is None else
+                                        run["sparsify_seconds"] + (run.get("merge_seconds") or 0.0)),
                          "faithful": run.get("faithful"), "folder": str(folder), "dir": run.get("dir")})
     return sorted(rows, key=lambda r: (r["model"] or "", r["algorithm"], r["workers"]))
 
@@ -42,15 +45,18 @@ def collect(folders) -> list[dict]:
 def markdown(rows) -> str:
     out = ["# Scaling across worker counts", "",
            "Efficiency = median backward / median iteration (one worker would spend the backward pass "
-           "only). Bytes: TCP payload (data + Gloo framing) the busiest worker NIC sent per sync, measured.", ""]
+           "only). Bytes: TCP payload (data + Gloo framing) the busiest worker NIC sent per sync, measured. "
+           "Compression: the CPU each rank spent per sync selecting its top-k and merging sparse sets "
+           "(with the residual's update), inside the sync time.", ""]
     for model in sorted({r["model"] for r in rows}):
-        out += [f"## {model}", "", "| algorithm | P | sync s | iteration s | efficiency | bytes/worker/sync | faithful |",
-                "|---|---|---|---|---|---|---|"]
+        out += [f"## {model}", "", "| algorithm | P | sync s | iteration s | efficiency | bytes/worker/sync | "
+                "compression s/sync | faithful |", "|---|---|---|---|---|---|---|---|"]
         for r in (x for x in rows if x["model"] == model):
             eff = f"{100 * r['efficiency']:.1f}%" if r["efficiency"] is not None else "–"
             b = f"{r['bytes_per_worker'] / 2**20:.3f} MiB" if r["bytes_per_worker"] else "–"
+            c = "–" if r.get("compress_s") is None else f"{r['compress_s']:.3f} ({r['compress_s'] / r['sync_s']:.0%})"
             out.append(f"| {r['algorithm']} | {r['workers']} | {r['sync_s']:.3f} | {r['iteration_s']:.3f} | {eff} | "
-                       f"{b} | {r['faithful']} |")
+                       f"{b} | {c} | {r['faithful']} |")
         out.append("")
     return "\n".join(out)
 

@@ -1,0 +1,40 @@
+"""emulation/scaling.py: one table across worker counts from several results folders."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from emulation import scaling
+
+pytestmark = pytest.mark.unit
+
+
+def _folder(tmp_path, name, runs):
+    d = tmp_path / name
+    d.mkdir()
+    (d / "summary.json").write_text(json.dumps({"runs": runs}))
+    return d
+
+
+def _run(algo, workers, sync, **extra):
+    return {"status": "ok", "algorithm": algo.split(",")[0], "algo_spec": algo, "model": "resnet50",
+            "topology": "fattree(4)", "workers": workers, "iters": 3, "warmup": 1, "syncs_counted": 3,
+            "sync_seconds": [sync] * 3, "iteration_seconds": [sync + 3.0] * 3, "scaling_efficiency": 3.0 / (sync + 3.0),
+            "payload_bytes_measured": {"h-eth0": {"tx": 3 * 2**20, "rx": 0}}, "faithful": True, **extra}
+
+
+def test_rows_across_folders_with_compression_apart(tmp_path):
+    a = _folder(tmp_path, "p4", [_run("gtopk,density=0.001", 4, 0.2, sparsify_seconds=0.1, merge_seconds=0.02),
+                                 _run("ring", 4, 8.0), {"status": "failed", "iteration_seconds": []}])
+    b = _folder(tmp_path, "p8", [_run("gtopk,density=0.001", 8, 0.4, sparsify_seconds=0.1)])
+    rows = scaling.collect([a, b])
+    assert [(r["algorithm"], r["workers"]) for r in rows] == [("gtopk,density=0.001", 4), ("gtopk,density=0.001", 8),
+                                                              ("ring", 4)]
+    assert rows[0]["compress_s"] == pytest.approx(0.12) and rows[1]["compress_s"] == pytest.approx(0.1)
+    assert rows[2]["compress_s"] is None and rows[0]["bytes_per_worker"] == 2**20
+    text = scaling.markdown(rows)
+    assert "| gtopk,density=0.001 | 4 | 0.200 | 3.200 | 93.8% | 1.000 MiB | 0.120 (60%) | True |" in text
+    assert "| ring | 4 | 8.000 | 11.000 | 27.3% | 1.000 MiB | – | True |" in text
+    with pytest.raises(ValueError, match="has no summary.json"):
+        scaling.collect([tmp_path / "nowhere"])
