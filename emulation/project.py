@@ -178,6 +178,11 @@ CPU_PER_FLOW_PAIR = 6.2e-9
 CPU_PER_FLOW_PAIR_HASH = 4.0e-8
 
 
+def ends_apart(topo: Topology) -> bool:
+    """Do a step's flows end at moments of their own by design (hash ECMP on a Fat-Tree)?"""
+    return topo.kind == "fattree" and topo.params.get("ecmp", "hash") == "hash"
+
+
 def step_seconds(flows: float, uneven: bool = False) -> float:
     """CPU seconds to simulate one step of `flows` concurrent flows (the fit above)."""
     return CPU_PER_FLOW * flows + (CPU_PER_FLOW_PAIR_HASH if uneven else CPU_PER_FLOW_PAIR) * flows * flows
@@ -248,9 +253,8 @@ def check_buildable(topo_spec: str, max_memory: float | None = None) -> None:
 def estimate_seconds(topo: Topology, pairs: int, step_flows: list) -> float:
     """CPU seconds a projection may take: routes, switch tables and every step (`step_seconds`;
     the larger F^2 term under hash ECMP on a Fat-Tree, an upper estimate there)."""
-    uneven = topo.kind == "fattree" and topo.params.get("ecmp", "hash") == "hash"
     return (CPU_PER_ROUTE * pairs + CPU_PER_TABLE_ENTRY * len(topo.switches()) * _nics(topo)
-            + sum(step_seconds(f, uneven) for f in step_flows))
+            + sum(step_seconds(f, ends_apart(topo)) for f in step_flows))
 
 
 MEMORY_MARGIN = 0.8  # use at most this share of MemAvailable: the estimates are +-30%
@@ -374,7 +378,7 @@ def _run_in_engine(platform, sched, model: NetworkModel, mode: str, inspect: boo
         for link in links:
             link_bytes[link.name] = link_bytes.get(link.name, 0) + b
     out = {"step_seconds": [b - a for a, b in zip([0.0] + step_end[:-1], step_end)],
-           "step_end": step_end, "sync_seconds": step_end[-1] if step_end else 0.0,
+           "sync_seconds": step_end[-1] if step_end else 0.0,
            "link_bytes": link_bytes, "sent": sent,
            "wall": {"platform_seconds": t_platform, "run_seconds": t_run,
                     "total_seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0},
@@ -457,14 +461,17 @@ class Prepared:
     algo: base.Algorithm
     plan: dict
     ctx: base.PlanContext
-    steps: list
+    form: SimForm
     flows: list
     pairs: set
     memory_bytes: float
     cpu_seconds: float
-    form: SimForm | None = None
     model: str = ""
     background: list = field(default_factory=list)  # flows of concurrent jobs (background.parse form)
+
+    @property
+    def steps(self) -> list:
+        return self.form.steps
 
 
 def nic_bytes(topo: Topology, hosts: list, link_bytes: dict) -> dict:
@@ -508,8 +515,8 @@ def checked(req: Request, topo: Topology, hosts: list, algo: base.Algorithm, pla
     if req.max_seconds is not None and cpu > req.max_seconds:
         raise TooLarge(f"{what} would take about {cpu / 3600:.1f} CPU hours to simulate (SimGrid re-solves "
                        f"every coupled flow at each flow's end); limit {req.max_seconds / 60:g} min")
-    return Prepared(req, spec, topo, hosts, algo, plan, ctx, steps, algo.traffic(plan), pairs, need, cpu,
-                    form, model, [dict(f) for f in background or ()])
+    return Prepared(req, spec, topo, hosts, algo, plan, ctx, form, algo.traffic(plan), pairs, need, cpu,
+                    model, [dict(f) for f in background or ()])
 
 
 GROWTH_FROM = (16, 32)  # worker counts whose plans tell how an algorithm's flows grow with P
@@ -549,8 +556,7 @@ def _check_growth(req: Request, name: str, raw: dict, topo: Topology, workers: i
     what = f"{name} on {workers} workers of {topo.name} (about {flows:,.0f} flows, growing as P^{e:.1f})"
     if need > have:
         raise TooLarge(f"{what} needs about {need / 2**30:.1f} GiB, {have / 2**30:.1f} GiB available")
-    uneven = topo.kind == "fattree" and topo.params.get("ecmp", "hash") == "hash"
-    cpu = CPU_PER_ROUTE * flows + step_seconds(flows, uneven)  # as one step: an upper estimate
+    cpu = CPU_PER_ROUTE * flows + step_seconds(flows, ends_apart(topo))  # as one step: an upper estimate
     if req.max_seconds is not None and cpu > req.max_seconds:
         raise TooLarge(f"{what} would take about {cpu / 3600:.1f} CPU hours to simulate; "
                        f"limit {req.max_seconds / 60:g} min")
@@ -592,11 +598,8 @@ def prepare(req: Request, topo: Topology | None = None) -> Prepared:
 def prepare_planned(run, req: Request) -> Prepared:
     """A run of an experiment file (config.validate's PlannedRun: its topology, hosts and plan,
     per-link bandwidths and the model's scaling included), checked for simulation."""
-    algo = base.get(run.algorithm)
-    why = simulable(algo)
-    if why:
-        raise ValueError(why)
-    return checked(req, simgrid_platform.indexed(run.topology), run.hosts, algo, run.plan, run.context(),
+    return checked(req, simgrid_platform.indexed(run.topology), run.hosts, base.get(run.algorithm), run.plan,
+                   run.context(),
                    run.spec or run.algorithm, run.model.spec, getattr(run, "background", None))
 
 
@@ -625,11 +628,23 @@ def simulate_plan(topo: Topology, hosts: list, algo: base.Algorithm, plan: dict,
     ValueError (one line) for a plan with no simulated form, RuntimeError if SimGrid fails."""
     form = simulated_form(algo, plan, round_latency)
     fast = simgrid_platform.indexed(topo)
-    platform = simgrid_platform.platform_for(fast, pairs_of(form.steps, hosts))
-    less_background(platform, fast, background)
+    return _times(_run_form(fast, hosts, form, pairs_of(form.steps, hosts), background, model or NetworkModel())[2],
+                  form)
+
+
+def _run_form(fast: Topology, hosts: list, form: SimForm, pairs, background, model: NetworkModel,
+              mode: str = "driver", inspect: bool = False, log=None) -> tuple:
+    """Platform (less the background), schedule, simulation: (platform, sched, sim, reduced, route seconds)."""
+    t0 = time.perf_counter()
+    platform = simgrid_platform.platform_for(fast, pairs)
+    reduced = less_background(platform, fast, background)
     sched = schedule(form.steps, hosts, platform.endpoints)
-    sim = simulate(platform, sched, model or NetworkModel(), "driver", False, (form.release, form.startup))
-    return _times(sim, form)
+    t_routes = time.perf_counter() - t0
+    if log:
+        log(f"  {len(pairs)} routes in {t_routes:.1f} s; simulating {sum(len(s) for s in sched)} messages "
+            f"in {len(sched)} step(s)")
+    sim = simulate(platform, sched, model, mode, inspect, (form.release, form.startup))
+    return platform, sched, sim, reduced, t_routes
 
 
 def _times(sim: dict, form: SimForm) -> dict:
@@ -651,16 +666,9 @@ def project(req: Request | Prepared, topo: Topology | None = None, inspect: bool
     t0 = time.perf_counter()
     p = req if isinstance(req, Prepared) else prepare(req, topo)
     fast, hosts, algo, ctx, flows, form = p.topo, p.hosts, p.algo, p.ctx, p.flows, p.form
-    t1 = time.perf_counter()
-    platform = simgrid_platform.platform_for(fast, p.pairs)
-    reduced = less_background(platform, fast, p.background)
-    sched = schedule(p.steps, hosts, platform.endpoints)
-    t_routes = time.perf_counter() - t1
-    if log:
-        log(f"  {algo.name}: {len(p.pairs)} routes in {t_routes:.1f} s; simulating "
-            f"{sum(len(s) for s in sched)} messages in {len(sched)} step(s)")
     model = NetworkModel()
-    sim = simulate(platform, sched, model, p.req.mode, inspect, (form.release, form.startup))
+    platform, sched, sim, reduced, t_routes = _run_form(fast, hosts, form, p.pairs, p.background, model,
+                                                        p.req.mode, inspect, log)
     times = _times(sim, form)
     per_sync = analysis.expected_nic_bytes(fast, hosts, flows, 1)
     bound = analysis.bound_seconds(fast, analysis.expected_port_bytes(fast, hosts, flows, 1))
@@ -714,7 +722,7 @@ def _fmt(x, unit="s"):
     return "-" if x is None else f"{x:.4f} {unit}"
 
 
-def _requests(a) -> list[tuple[Request, Topology | None]]:
+def _requests(a, measured: dict) -> list[tuple[Request, Topology | None]]:
     """The command line's projections: every --topo with every --algo (or the experiment file's
     runs, planned by config.validate exactly as `syncbed run` plans them)."""
     from topologies import spec
@@ -728,7 +736,6 @@ def _requests(a) -> list[tuple[Request, Topology | None]]:
 
         cfg = config.load(a.experiment)
         runs = config.validate(cfg)
-        measured = _measured_runs(a.measured) if a.measured else {}
         out = []
         for run in runs:
             m = measured.get((run.topology.name, run.spec or run.algorithm, run.model.spec))
@@ -782,12 +789,12 @@ def _measured_runs(folder) -> dict:
     return {(r.get("topology"), r.get("algo_spec", r.get("algorithm")), r.get("model")): r for r in runs}
 
 
-def prepare_all(a, log=print) -> list[Prepared]:
+def prepare_all(a, measured: dict, log=print) -> list[Prepared]:
     """Every projection of the command, checked (one line, ValueError) before any is simulated."""
     from topologies import spec
 
     preps, built = [], {}
-    for req, run in _requests(a):
+    for req, run in _requests(a, measured):
         if run is not None:
             why = simulable(base.get(run.algorithm))
             if why:  # an experiment file's run with no simulated form: named and skipped
@@ -884,7 +891,7 @@ def main(argv=None) -> int:
             if not Path(a.experiment).is_file():
                 raise ValueError(f"--measured {a.measured}: no config.yaml there (give a results folder of syncbed run)")
         measured = _measured_runs(a.measured) if a.measured else {}
-        preps = prepare_all(a)
+        preps = prepare_all(a, measured)
     except ValueError as e:
         print(f"project: {e}", file=sys.stderr)
         return 2

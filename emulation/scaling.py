@@ -17,6 +17,8 @@ import statistics
 import sys
 from pathlib import Path
 
+from emulation.report.load import compress_seconds
+
 
 def collect(folders) -> list[dict]:
     rows = []
@@ -35,9 +37,7 @@ def collect(folders) -> list[dict]:
                          "iteration_s": statistics.median(run["iteration_seconds"]),
                          "efficiency": run.get("scaling_efficiency"),
                          "bytes_per_worker": max(sent) / iters if sent else None,
-                         # the compressor's CPU per sync (selection + merges), inside the sync time
-                         "compress_s": (None if run.get("sparsify_seconds") is None else
-                                        run["sparsify_seconds"] + (run.get("merge_seconds") or 0.0)),
+                         "compress_s": compress_seconds(run),  # selection + merges, inside the sync
                          "faithful": run.get("faithful"), "folder": str(folder), "dir": run.get("dir")})
     return sorted(rows, key=lambda r: (r["model"] or "", r["algorithm"], r["workers"]))
 

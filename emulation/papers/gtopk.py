@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from emulation.papers import Paper, common
 from emulation.report.columns import NA, fmt, table, yes_no
-from emulation.report.load import num
+from emulation.report.load import compress_seconds, num
 from workloads.specs import parse_spec
 
 SPARSE = ("gtopk", "topk")
@@ -48,13 +48,6 @@ def density(run: dict) -> float | None:
     return num(parse_spec(spec, "algorithm")[1].get("density")) if spec and "," in spec else None
 
 
-def _compress(run: dict | None) -> float | None:
-    """The compressor's CPU per sync, measured inside the sync: selection plus merges (None
-    when the run predates the logging)."""
-    parts = [num(run.get(k)) for k in ("sparsify_seconds", "merge_seconds")] if run else []
-    return sum(p for p in parts if p is not None) if any(p is not None for p in parts) else None
-
-
 def _share(compress, sync) -> str:
     return NA if compress is None else f"{compress:.3f}" + (f" ({compress / sync:.0%})" if sync else "")
 
@@ -77,7 +70,7 @@ def pair(runs: list) -> list[dict]:
                          "gtopk": common.label(g) if g else None, "gtopk_s": gs,
                          "topk": common.label(t) if t else None, "topk_s": ts,
                          "dense": common.label(dense) if dense else None, "dense_s": ds,
-                         "gtopk_compress_s": _compress(g), "topk_compress_s": _compress(t),
+                         "gtopk_compress_s": compress_seconds(g), "topk_compress_s": compress_seconds(t),
                          "dense_over_gtopk": common.ratio(ds, gs), "topk_over_gtopk": common.ratio(ts, gs),
                          "dense_over_topk": common.ratio(ds, ts),
                          "paper_efficiency": list(paper[1:]) if paper else None,

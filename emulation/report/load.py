@@ -124,6 +124,13 @@ def num(x) -> float | None:
     return f if math.isfinite(f) else None
 
 
+def compress_seconds(run: dict | None) -> float | None:
+    """A sparse run's compressor CPU per sync, measured inside the sync: selection
+    (`sparsify_seconds`) plus merges (`merge_seconds`); None when it logged neither."""
+    parts = [num(run.get(k)) for k in ("sparsify_seconds", "merge_seconds")] if run else []
+    return sum(p for p in parts if p is not None) if any(p is not None for p in parts) else None
+
+
 def sync_from_logs(logs: dict) -> list[float]:
     """Per measured iteration: max over ranks of t_done - max over ranks of t_ready."""
     ready: dict = {}
