@@ -188,7 +188,7 @@ def cmd_algos(args) -> int:
     return 0
 
 
-RUNNER_KEYS = ("model_source", "time_dilation", "size_scale", "real_link_mbps")  # not in the run's files
+RUNNER_KEYS = ("model_source", "time_dilation", "size_scale", "real_link_mbps", "real_backward_s")  # not in the run's files
 
 
 def _analyze_problem(folder: Path) -> str | None:

@@ -41,6 +41,9 @@ class RunConfig:
     dilation: float = 1.0  # compute times x dilation (time dilation, see docs/DESIGN.md)
     size_scale: float = 1.0  # gradient sizes / size_scale (time dilation)
     real_link_mbps: float | None = None  # the real setting the run stands for (sets dilation)
+    # with real_link_mbps: the real setting's compute per iteration, one number or {model: s};
+    # each model's profile is scaled to it before the dilation (else this CPU's profile is kept)
+    real_backward_s: object = None
     bw: float = 20.0  # Mbit/s on every link class not in link_bw
     ecmp: str = "hash"  # Fat-Tree uplink choice: per-pair hash, or Al-Fares two-level (balanced)
     link_bw: dict = field(default_factory=dict)
@@ -83,6 +86,12 @@ class RunConfig:
         if self.real_link_mbps:
             return float(self.real_link_mbps) / (self.size_scale * self.bw)
         return float(self.dilation)
+
+    def compute_factor(self, model) -> float:
+        """Factor on `model`'s profiled compute that makes it the real setting's
+        (`real_backward_s`), 1 when none is stated for it."""
+        real = backward_for(self.real_backward_s, model.spec)
+        return real / model.backward_s if real and model.backward_s > 0 else 1.0
 
     def matrix(self) -> list[tuple[str, list[tuple[str, dict]]]]:
         """[(topology spec, [(algorithm name, raw options), ...])]; options of `options:` under a spec's own."""
@@ -161,9 +170,13 @@ def validate(cfg: RunConfig) -> list[PlannedRun]:
     """Check everything and return the planned runs; raise ValueError with one line."""
     _check_numbers(cfg)
     check_real_setting(cfg.real_setting)
-    if cfg.real_setting and (cfg.size_scale != 1.0 or cfg.real_link_mbps):
+    if cfg.real_setting and (cfg.size_scale != 1.0 or cfg.real_link_mbps or cfg.real_backward_s):
         raise ValueError("real_setting chooses the size scale and dilation from the measured link: "
-                         "drop size_scale and real_link_mbps")
+                         "drop size_scale, real_link_mbps and real_backward_s (give backward_s in real_setting)")
+    if cfg.real_backward_s is not None:
+        if not cfg.real_link_mbps:
+            raise ValueError("real_backward_s needs real_link_mbps (the real network its compute runs beside)")
+        check_seconds("real_backward_s", cfg.real_backward_s)
     from workloads.gradients import check_sparsity
 
     check_sparsity(cfg.sparsity)
@@ -185,8 +198,8 @@ def validate(cfg: RunConfig) -> list[PlannedRun]:
     loaded = []
     for spec in cfg.models():
         m = models.load(spec)
-        if cfg.size_scale != 1.0 or cfg.time_dilation() != 1.0:
-            m = models.scaled(m, cfg.size_scale, cfg.time_dilation())
+        if cfg.size_scale != 1.0 or cfg.time_dilation() != 1.0 or cfg.real_backward_s:
+            m = models.scaled(m, cfg.size_scale, cfg.time_dilation() * cfg.compute_factor(m))
         loaded.append(m)
     topos = {spec: topo_spec.build(spec, bw=cfg.bw, link_bw=cfg.link_bw or None, ecmp=cfg.ecmp)
              for spec, _ in cfg.matrix()}
@@ -254,11 +267,24 @@ def check_real_setting(real) -> None:
         raise ValueError(f"real_setting must be a mapping with alpha and beta (and optionally "
                          f"{', '.join(k for k in REAL_SETTING_KEYS if k not in ('alpha', 'beta'))}), got {real!r}")
     for key in ("alpha", "beta", "backward_s"):
-        v = real.get(key)
-        values = list(v.values()) if key == "backward_s" and isinstance(v, dict) else [v]
-        if key in real and any(isinstance(x, bool) or not isinstance(x, (int, float)) or not x > 0 for x in values):
-            raise ValueError(f"real_setting {key}={v!r} must be a number > 0 (alpha s, beta s/byte; backward_s s, "
-                             "or {model: s})")
+        if key in real:
+            check_seconds(f"real_setting {key}", real[key], per_model=key == "backward_s")
+
+
+def check_seconds(what: str, v, per_model: bool = True) -> None:
+    """A number > 0, or (per_model) {model name: number > 0}."""
+    values = list(v.values()) if per_model and isinstance(v, dict) and v else [v]
+    if any(isinstance(x, bool) or not isinstance(x, (int, float)) or not x > 0 for x in values):
+        raise ValueError(f"{what}={v!r} must be a number > 0" + (" (s), or {model: s}" if per_model else
+                                                                  " (alpha s, beta s/byte)"))
+
+
+def backward_for(value, model_spec: str) -> float | None:
+    """Backward seconds per iteration stated for this model: one number for every model, or
+    {model name: seconds} (the name is the spec's first item); None when none is."""
+    if isinstance(value, dict):
+        value = value.get(model_spec.split(",")[0].strip())
+    return float(value) if value else None
 
 
 def _check_training(cfg: RunConfig, train_models) -> None:

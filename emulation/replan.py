@@ -15,6 +15,7 @@ Pure: runs and measurements in, runs out; the runner writes the plan actually us
 """
 from __future__ import annotations
 
+from emulation.config import backward_for
 from workloads import models
 from workloads.algorithms import base
 from workloads.linkmodel import LinkModel, stand_in
@@ -34,7 +35,7 @@ def apply_link(run, link: LinkModel, real_setting: dict | None, raw_model=None) 
         size_scale, time_factor = stand_in(real, link)
         raw = raw_model or run.model
         compute = 1.0
-        real_backward = real_backward_s(real_setting, raw.spec)
+        real_backward = backward_for(real_setting.get("backward_s"), raw.spec)
         if real_backward:
             # the profile is this CPU's; the real setting states its own backward time per iteration
             compute = real_backward / raw.backward_s if raw.backward_s > 0 else 1.0
@@ -58,12 +59,3 @@ def apply_background(run, measured: list) -> None:
     (`Background.measure`: each flow with `measured_mbps`)."""
     run.background = [dict(f) for f in measured]
     _, run.plan = base.plan_for(run.algorithm, run.context())
-
-
-def real_backward_s(real_setting: dict, model_spec: str) -> float | None:
-    """The real setting's backward seconds per iteration for this model: one number for every
-    model, or {model name: seconds} (the name is the spec's first item)."""
-    value = real_setting.get("backward_s")
-    if isinstance(value, dict):
-        value = value.get(model_spec.split(",")[0].strip())
-    return float(value) if value else None

@@ -220,6 +220,23 @@ class VGG19(nn.Module):
         return self.classifier(torch.flatten(self.features(x), 1))
 
 
+class VGG16CIFAR(nn.Module):
+    """VGG-16 for CIFAR-10 as gTop-k's authors train it (hclhkbu/gtopkssgd `models/vgg.py`):
+    torchvision's VGG-16 feature layers with BatchNorm (configuration "D"), 32x32 input
+    pooled down to 1x1x512, and one 512->10 linear classifier: 14,728,266 parameters, the
+    gradient size of the paper's VGG-16 runs. torchvision's `vgg16` is the ImageNet network
+    (138,357,544 parameters)."""
+
+    def __init__(self, classes: int = 10):
+        super().__init__()
+        vgg = torchvision_models().vgg
+        self.features = vgg.make_layers(vgg.cfgs["D"], batch_norm=True)
+        self.classifier = nn.Linear(512, classes)
+
+    def forward(self, x):
+        return self.classifier(torch.flatten(self.features(x), 1))
+
+
 class BasicBlock(nn.Module):
     """ResNet basic block; the projection shortcut is declared last so that module
     order equals forward order (the shortcut is computed after the main branch)."""
@@ -441,6 +458,8 @@ NETWORKS = {
     "inception_v3": _tv("inception_v3", 299, 2, "torchvision Inception-v3 (ImageNet 299x299, no aux head)",
                         aux_logits=False, init_weights=True),
     "vgg16": _tv("vgg16", 224, 2, "torchvision VGG-16 (ImageNet)"),
+    "vgg16_cifar": _Network(VGG16CIFAR, (3, 32, 32), 10, 32,
+                            "VGG-16 with BatchNorm (CIFAR-10, gTop-k's; torchvision's feature layers)", tensors=True),
     "alexnet": _tv("alexnet", 224, 2, "torchvision AlexNet (ImageNet)"),
     "lstm_ptb": _Network(LSTMPTB, (35,), 10_000, 20,
                          "LSTM language model, PTB (Zaremba et al. large: 2x1500, 35 steps)",
@@ -449,7 +468,7 @@ NETWORKS = {
 # Shipped profiles (workloads/profiles/), regenerated with
 # `python -m workloads.models profile <names>`, one network after the other.
 SHIPPED = ("resnet20", "resnet50", "resnet152", "googlenet", "densenet201", "inception_v3",
-           "vgg16", "alexnet", "lstm_ptb")
+           "vgg16", "vgg16_cifar", "alexnet", "lstm_ptb")
 # torchvision:NAME is timed on ImageNet's 224x224 except where the architecture has its
 # own size; networks trained at other resolutions (EfficientNet-B1..B7) run at 224 too.
 TORCHVISION_INPUT = {"inception_v3": 299}

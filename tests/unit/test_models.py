@@ -142,6 +142,7 @@ SHIPPED_PARAMS = {
     "densenet201": 20_013_928,
     "inception_v3": 23_834_568,
     "vgg16": 138_357_544,
+    "vgg16_cifar": 14_728_266,  # gTop-k's CIFAR VGG-16 (hclhkbu/gtopkssgd models/vgg.py)
     "alexnet": 61_100_840,
     "lstm_ptb": _lstm_ptb_params(),  # 66,034,000
 }

@@ -2,6 +2,7 @@
 import pytest
 
 from emulation import config, replan
+from emulation.config import backward_for
 from workloads.linkmodel import LinkModel
 
 pytestmark = pytest.mark.unit
@@ -10,7 +11,7 @@ REAL = {"name": "16 workers, 10GbE (the authors' a, b)", "alpha": 0.908e-3, "bet
 
 
 def _runs(algos, **kw):
-    cfg = config.load(topologies=["fattree,k=4"], algorithms=algos, workers=16, model="googlenet", **kw)
+    cfg = config.load(topologies=["fattree,k=4"], algorithms=algos, workers=16, **{"model": "googlenet", **kw})
     return cfg, config.validate(cfg)
 
 
@@ -43,8 +44,26 @@ def test_real_setting_is_validated_in_one_line():
 
 
 def test_backward_seconds_per_model():
-    assert replan.real_backward_s({"backward_s": {"googlenet": 0.205}}, "googlenet,batch=2") == 0.205
-    assert replan.real_backward_s({"backward_s": {"googlenet": 0.205}}, "resnet50") is None
-    assert replan.real_backward_s({"backward_s": 0.3}, "resnet50") == 0.3
+    assert backward_for({"googlenet": 0.205}, "googlenet,batch=2") == 0.205
+    assert backward_for({"googlenet": 0.205}, "resnet50") is None
+    assert backward_for(0.3, "resnet50") == 0.3
     with pytest.raises(ValueError, match="real_setting backward_s="):
         _runs(["mgwfbp"], real_setting={"alpha": 1e-3, "beta": 1e-9, "backward_s": {"googlenet": 0}})
+
+
+def test_real_backward_with_the_bandwidth_stand_in():
+    """real_link_mbps with real_backward_s: compute becomes the real setting's, then dilated
+    like the communication (real_link / (size_scale x bw))."""
+    cfg, runs = _runs(["ring"], model=["resnet20", "googlenet"], size_scale=4, real_link_mbps=1000, bw=20,
+                      real_backward_s={"resnet20": 0.146})
+    dilation = 1000 / (4 * 20)
+    assert runs[0].model.backward_s == pytest.approx(0.146 * dilation, rel=1e-6)
+    profiled = config.validate(config.load(topologies=["fattree,k=4"], algorithms=["ring"], workers=16,
+                                           model="googlenet", size_scale=4, real_link_mbps=1000, bw=20))
+    assert runs[1].model.backward_s == pytest.approx(profiled[0].model.backward_s)  # none stated: the profile
+    with pytest.raises(ValueError, match="real_backward_s needs real_link_mbps"):
+        _runs(["ring"], real_backward_s=0.1)
+    with pytest.raises(ValueError, match="real_backward_s=-1 must be a number > 0"):
+        _runs(["ring"], real_link_mbps=1000, real_backward_s=-1)
+    with pytest.raises(ValueError, match="drop size_scale, real_link_mbps and real_backward_s"):
+        _runs(["mgwfbp"], real_setting=REAL, real_backward_s=0.1)
