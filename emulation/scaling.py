@@ -48,8 +48,13 @@ def markdown(rows) -> str:
            "only). Bytes: TCP payload (data + Gloo framing) the busiest worker NIC sent per sync, measured. "
            "Compression: the CPU each rank spent per sync selecting its top-k and merging sparse sets "
            "(with the residual's update), inside the sync time.", ""]
+    from emulation.papers.gtopk import EFFICIENCY
+
     for model in sorted({r["model"] for r in rows}):
-        out += [f"## {model}", "", "| algorithm | P | sync s | iteration s | efficiency | bytes/worker/sync | "
+        paper = EFFICIENCY.get(str(model).split(",")[0])
+        note = ([f"The paper's {paper[0]} at P = 32 (the authors' plotting script): dense {paper[1]:g}%, "
+                 f"Top-k {paper[2]:g}%, gTop-k {paper[3]:g}%.", ""] if paper else [])
+        out += [f"## {model}", "", *note, "| algorithm | P | sync s | iteration s | efficiency | bytes/worker/sync | "
                 "compression s/sync | faithful |", "|---|---|---|---|---|---|---|---|"]
         for r in (x for x in rows if x["model"] == model):
             eff = f"{100 * r['efficiency']:.1f}%" if r["efficiency"] is not None else "–"

@@ -166,7 +166,7 @@ def test_gtopk_compares_sparse_and_dense_per_density():
                 sparsify_seconds=0.03, merge_seconds=0.02),
             run("topk", algo_spec="topk,density=0.01", model="resnet20", median_sync_seconds=0.3),
             run("topk", density=0.001, model="resnet20", median_sync_seconds=0.25),
-            run("ring", model="resnet20", median_sync_seconds=1.2),
+            run("ring", model="resnet20", median_sync_seconds=1.2, scaling_efficiency=0.25),
             run("gloo", model="resnet20", sync_seconds=[1.0, 1.1, 0.9])]
     rows = gtopk.pair(runs)
     assert [r["density"] for r in rows] == [0.001, 0.01]
@@ -177,7 +177,10 @@ def test_gtopk_compares_sparse_and_dense_per_density():
     assert high["paper_efficiency"] == [31.3, 75.6, 85.7]
     assert gtopk.pair([runs[0], run("ring", median_sync_seconds=1.0)]) == []  # another model
     text = "\n".join(gtopk.render(rows))
-    assert "| fattree(4) | resnet20 | 8 | 0.01 | 0.200 | 0.300 | 1.000 (gloo) | 5.00 | 1.50 | 3.33 |" in text
+    assert "| fattree(4) | resnet20 | 8 | 0.01 | 0.200 | 0.300 | 1.000 (gloo) | 5.00 | 1.50 | 3.33 | – |" in text
+    with_eff = gtopk.pair([dict(runs[0], scaling_efficiency=0.9), runs[3]])
+    assert with_eff[0]["efficiency"] == [pytest.approx(25.0), None, pytest.approx(90.0)]
+    assert "| 25.0 / – / 90.0 | 31.3% / 75.6% / 85.7% |" in "\n".join(gtopk.render(with_eff))
     # compression CPU per sync, apart: selection + merges, and its share of the sync; – before it was logged
     assert high["gtopk_compress_s"] == pytest.approx(0.05) and high["topk_compress_s"] is None
     assert "| 0.050 (25%) | – |" in text
