@@ -12,8 +12,11 @@ for m in "${models[@]}"; do
   for p in 4 8 16 32; do
     topo="fattree,k=4"; [ "$p" -gt 16 ] && topo="fattree,k=6"
     echo "== $m P=$p on $topo"
+    rc=0
     $py -m emulation.cli run "experiments/gtopk_scaling_$m.yaml" --workers "$p" --topo "$topo" \
-        --out "$out/$m/p$p" || echo "!! $m P=$p failed (its folder keeps the partial results)"
+        --out "$out/$m/p$p" || rc=$?
+    [ "$rc" -eq 2 ] && { echo "!! refused (exit 2): nothing else is started" >&2; exit 2; }
+    [ "$rc" -eq 0 ] || echo "!! $m P=$p failed (exit $rc; its folder keeps the partial results)"
   done
-  $py -m emulation.scaling "$out/$m"/p*/* --out "$out/$m"
+  $py -m emulation.scaling "$out/$m"/p*/*/ --out "$out/$m" || true
 done
