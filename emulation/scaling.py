@@ -50,6 +50,7 @@ def markdown(rows) -> str:
            "(with the residual's update), inside the sync time.", ""]
     from emulation.papers.gtopk import EFFICIENCY
 
+    out += beside_paper(rows, EFFICIENCY)
     for model in sorted({r["model"] for r in rows}):
         paper = EFFICIENCY.get(str(model).split(",")[0])
         note = ([f"The paper's {paper[0]} at P = 32 (the authors' plotting script): dense {paper[1]:g}%, "
@@ -66,22 +67,67 @@ def markdown(rows) -> str:
     return "\n".join(out)
 
 
+def beside_paper(rows, paper: dict) -> list[str]:
+    """Per model, at its largest P: efficiency of dense (the better of ring and gloo), Top-k
+    and gTop-k with their ratios, beside the paper's at P = 32 (`paper`: model -> (title,
+    dense, Top-k, gTop-k) in %)."""
+    lines = []
+    for model in sorted({r["model"] for r in rows}):
+        mine = [r for r in rows if r["model"] == model and r["efficiency"] is not None]
+        if not mine:
+            continue
+        p = max(r["workers"] for r in mine)
+        at = [r for r in mine if r["workers"] == p]
+        pick = {kind: max((r for r in at if r["algorithm"].split(",")[0] in names), key=lambda r: r["efficiency"],
+                          default=None)
+                for kind, names in (("dense", ("ring", "gloo")), ("topk", ("topk",)), ("gtopk", ("gtopk",)))}
+        e = {k: None if r is None else 100 * r["efficiency"] for k, r in pick.items()}
+        ref = paper.get(str(model).split(",")[0])
+
+        def ratio(a, b):
+            return f"{a / b:.2f}x" if a is not None and b else "–"
+
+        def pct(v):
+            return "–" if v is None else f"{v:.1f}%"
+
+        lines.append(f"| {model} | {p} | {pct(e['dense'])} | {pct(e['topk'])} | {pct(e['gtopk'])} | "
+                     f"{ratio(e['gtopk'], e['dense'])} | {ratio(e['gtopk'], e['topk'])} | "
+                     + (f"{ref[1]:g}% / {ref[2]:g}% / {ref[3]:g}% | {ref[3] / ref[1]:.1f}x | {ref[3] / ref[2]:.2f}x"
+                        if ref else "– | – | –")
+                     + " | " + ", ".join(f"{k} {'yes' if r['faithful'] else 'NO'}" for k, r in pick.items() if r)
+                     + " |")
+    if not lines:
+        return []
+    return ["## Beside the paper", "",
+            "Each model at its largest P here; dense = the better of ring and gloo. The paper's numbers: the "
+            "authors' plotting script at P = 32 (docs/papers/gtopk.md).", "",
+            "| model | P | dense | Top-k | gTop-k | gTop-k / dense | gTop-k / Top-k | paper dense / Top-k / gTop-k | "
+            "paper gTop-k / dense | paper gTop-k / Top-k | faithful |", "|---|---|---|---|---|---|---|---|---|---|---|",
+            *lines, ""]
+
+
 def plot(rows, path: Path) -> None:
+    """One row of two panels per model: bytes per worker and efficiency against P."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
-    for algo in sorted({r["algorithm"] for r in rows}):
-        pts = sorted((r["workers"], r["bytes_per_worker"], r["efficiency"]) for r in rows if r["algorithm"] == algo)
-        ax1.plot([p for p, b, _ in pts if b], [b / 2**20 for _, b, _ in pts if b], "o-", label=algo)
-        ax2.plot([p for p, _, e in pts if e is not None], [100 * e for _, _, e in pts if e is not None], "o-", label=algo)
-    ax1.set(xlabel="workers P", ylabel="MiB sent per worker per sync (busiest)", yscale="log",
-            title="bytes on the wire")
-    ax2.set(xlabel="workers P", ylabel="scaling efficiency %", title="backward / iteration", ylim=(0, 105))
-    for ax in (ax1, ax2):
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+    models = sorted({str(r["model"]) for r in rows})
+    fig, axes = plt.subplots(len(models), 2, figsize=(10, 4 * len(models)), squeeze=False)
+    for (ax1, ax2), model in zip(axes, models):
+        mine = [r for r in rows if str(r["model"]) == model]
+        for algo in sorted({r["algorithm"] for r in mine}):
+            pts = sorted((r["workers"], r["bytes_per_worker"], r["efficiency"]) for r in mine if r["algorithm"] == algo)
+            ax1.plot([p for p, b, _ in pts if b], [b / 2**20 for _, b, _ in pts if b], "o-", label=algo)
+            ax2.plot([p for p, _, e in pts if e is not None], [100 * e for _, _, e in pts if e is not None], "o-",
+                     label=algo)
+        ax1.set(xlabel="workers P", ylabel="MiB sent per worker per sync (busiest)", yscale="log",
+                title=f"{model}: bytes on the wire")
+        ax2.set(xlabel="workers P", ylabel="scaling efficiency %", title=f"{model}: backward / iteration",
+                ylim=(0, 105))
+        for ax in (ax1, ax2):
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

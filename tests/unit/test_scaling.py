@@ -38,3 +38,17 @@ def test_rows_across_folders_with_compression_apart(tmp_path):
     assert "| ring | 4 | 8.000 | 11.000 | 27.3% | 1.000 MiB | – | True |" in text
     with pytest.raises(ValueError, match="has no summary.json"):
         scaling.collect([tmp_path / "nowhere"])
+
+
+def test_beside_the_paper_at_the_largest_p_and_one_plot_row_per_model(tmp_path):
+    runs = [_run("gtopk,density=0.001", 32, 0.2), _run("topk,density=0.001", 32, 0.6, faithful=False),
+            _run("ring", 32, 9.0), _run("gloo", 32, 12.0), _run("ring", 16, 6.0),
+            _run("gtopk,density=0.001", 4, 0.1, model="resnet20")]
+    rows = scaling.collect([_folder(tmp_path, "p", runs)])
+    text = scaling.markdown(rows)
+    # resnet50 at P = 32: 3/3.2, 3/3.6, 3/12 (ring, the better dense); the paper's 20.3 / 57.8 / 74.0
+    assert ("| resnet50 | 32 | 25.0% | 83.3% | 93.8% | 3.75x | 1.12x | 20.3% / 57.8% / 74% | 3.6x | 1.28x | "
+            "dense yes, topk NO, gtopk yes |") in text
+    assert "| resnet20 | 4 | – | – | 96.8% | – | – | 31.3% / 75.6% / 85.7% |" in text
+    scaling.plot(rows, tmp_path / "scaling.png")
+    assert (tmp_path / "scaling.png").stat().st_size > 10_000
