@@ -301,7 +301,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--algo", help="comma-separated algorithm names (see syncbed algos)")
     r.add_argument("--workers", type=COUNT)
     r.add_argument("--servers", type=NONNEG, help="dedicated parameter servers (ps)")
-    r.add_argument("--model", help="synthetic,mb=4 | lenet5 | vgg19 | resnet18")
+    r.add_argument("--model", help="one model spec, replacing the file's list: synthetic,mb=4 | lenet5 | resnet20 | "
+                   "resnet50 | googlenet | vgg16_cifar | torchvision:NAME | ... (the full list: a bad one prints it)")
     r.add_argument("--bw", type=MBPS, help="link bandwidth in Mbit/s (0.001 <= bw <= 1000)")
     r.add_argument("--iters", type=COUNT)
     r.add_argument("--warmup", type=NONNEG)
