@@ -6,6 +6,7 @@ says what is valid. The model is "synthetic,mb=1" so planning stays fast.
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -309,3 +310,12 @@ def test_forest_is_planned_again_with_the_measured_background():
     assert forest.plan["background_flows"] == [{"src": "h2_0_2", "dst": "h3_1_3", "declared_mbps": None,
                                                 "measured_mbps": 12.5}]
     assert "planned_seconds_configured" in forest.plan
+
+
+@pytest.mark.parametrize("path", sorted(str(p) for pattern in ("gtopk_scaling_*.yaml", "mgwfbp_*.yaml")
+                                        for p in (Path(__file__).resolve().parents[2] / "experiments").glob(pattern)))
+def test_paper_experiment_files_plan_as_they_are(path):
+    """The papers' experiment files load and plan (the forest and BML ones take seconds each to
+    plan and run in their own tests): a file that drifted from the config fails here, not at 2 am."""
+    runs = config.validate(config.load(path))
+    assert runs and all(r.plan for r in runs)
