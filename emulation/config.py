@@ -87,12 +87,6 @@ class RunConfig:
             return float(self.real_link_mbps) / (self.size_scale * self.bw)
         return float(self.dilation)
 
-    def compute_factor(self, model) -> float:
-        """Factor on `model`'s profiled compute that makes it the real setting's
-        (`real_backward_s`), 1 when none is stated for it."""
-        real = backward_for(self.real_backward_s, model.spec)
-        return real / model.backward_s if real and model.backward_s > 0 else 1.0
-
     def matrix(self) -> list[tuple[str, list[tuple[str, dict]]]]:
         """[(topology spec, [(algorithm name, raw options), ...])]; options of `options:` under a spec's own."""
         if isinstance(self.topologies, dict):
@@ -199,7 +193,7 @@ def validate(cfg: RunConfig) -> list[PlannedRun]:
     for spec in cfg.models():
         m = models.load(spec)
         if cfg.size_scale != 1.0 or cfg.time_dilation() != 1.0 or cfg.real_backward_s:
-            m = models.scaled(m, cfg.size_scale, cfg.time_dilation() * cfg.compute_factor(m))
+            m = models.scaled(m, cfg.size_scale, cfg.time_dilation() * compute_factor(cfg.real_backward_s, m))
         loaded.append(m)
     topos = {spec: topo_spec.build(spec, bw=cfg.bw, link_bw=cfg.link_bw or None, ecmp=cfg.ecmp)
              for spec, _ in cfg.matrix()}
@@ -285,6 +279,13 @@ def backward_for(value, model_spec: str) -> float | None:
     if isinstance(value, dict):
         value = value.get(model_spec.split(",")[0].strip())
     return float(value) if value else None
+
+
+def compute_factor(stated, model) -> float:
+    """Factor on `model`'s profiled compute that makes it the backward time `stated` for it
+    (`backward_for`), 1 when none is stated or the profile has none."""
+    real = backward_for(stated, model.spec)
+    return real / model.backward_s if real and model.backward_s > 0 else 1.0
 
 
 def _check_training(cfg: RunConfig, train_models) -> None:

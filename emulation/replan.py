@@ -15,7 +15,7 @@ Pure: runs and measurements in, runs out; the runner writes the plan actually us
 """
 from __future__ import annotations
 
-from emulation.config import backward_for
+from emulation.config import compute_factor
 from workloads import models
 from workloads.algorithms import base
 from workloads.linkmodel import LinkModel, stand_in
@@ -34,11 +34,8 @@ def apply_link(run, link: LinkModel, real_setting: dict | None, raw_model=None) 
         real = LinkModel(float(real_setting["alpha"]), float(real_setting["beta"]), source="real setting")
         size_scale, time_factor = stand_in(real, link)
         raw = raw_model or run.model
-        compute = 1.0
-        real_backward = backward_for(real_setting.get("backward_s"), raw.spec)
-        if real_backward:
-            # the profile is this CPU's; the real setting states its own backward time per iteration
-            compute = real_backward / raw.backward_s if raw.backward_s > 0 else 1.0
+        # the profile is this CPU's; the real setting may state its own backward time per iteration
+        compute = compute_factor(real_setting.get("backward_s"), raw)
         run.model = models.scaled(raw, size_scale, time_factor * compute)
         run.size_scale = size_scale
         record.update(real=real.to_dict(), real_setting=dict(real_setting), size_scale=size_scale,

@@ -273,9 +273,8 @@ class Experiment:
         rec["time_dilation"] = cfg.time_dilation()
         rec["size_scale"] = cfg.size_scale
         rec["real_link_mbps"] = cfg.real_link_mbps
-        if cfg.real_backward_s:  # compute scaled to the real setting's, then dilated
+        if cfg.real_backward_s:  # compute scaled to the real setting's, then dilated by time_dilation
             rec["real_backward_s"] = backward_for(cfg.real_backward_s, run.model.spec)
-            rec["time_dilation"] = run.model.backward_s / rec["real_backward_s"] if rec["real_backward_s"] else rec["time_dilation"]
         stand_in = getattr(run, "stand_in", None)
         if stand_in:
             rec["link_model"] = stand_in["link"]

@@ -17,6 +17,7 @@ import statistics
 import sys
 from pathlib import Path
 
+from emulation.papers.common import model_name
 from emulation.report.load import compress_seconds
 
 
@@ -52,7 +53,7 @@ def markdown(rows) -> str:
 
     out += beside_paper(rows, EFFICIENCY)
     for model in sorted({r["model"] for r in rows}):
-        paper = EFFICIENCY.get(str(model).split(",")[0])
+        paper = EFFICIENCY.get(model_name({"model": model}))
         note = ([f"The paper's {paper[0]} at P = 32 (the authors' plotting script): dense {paper[1]:g}%, "
                  f"Top-k {paper[2]:g}%, gTop-k {paper[3]:g}%.", ""] if paper else [])
         out += [f"## {model}", "", *note, "| algorithm | P | sync s | iteration s | efficiency | bytes/worker/sync | "
@@ -82,7 +83,7 @@ def beside_paper(rows, paper: dict) -> list[str]:
                           default=None)
                 for kind, names in (("dense", ("ring", "gloo")), ("topk", ("topk",)), ("gtopk", ("gtopk",)))}
         e = {k: None if r is None else 100 * r["efficiency"] for k, r in pick.items()}
-        ref = paper.get(str(model).split(",")[0])
+        ref = paper.get(model_name({"model": model}))
 
         def ratio(a, b):
             return f"{a / b:.2f}x" if a is not None and b else "–"
