@@ -12,35 +12,35 @@ docs/papers/mgwfbp.md section 3 uses them for the cells of the matrix not measur
 import sys
 from pathlib import Path
 
-import yaml
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from emulation import config  # noqa: E402
 from workloads import merge, models  # noqa: E402
+from workloads.algorithms.base import DTYPE_BYTES  # noqa: E402
+from workloads.algorithms.fusion import MIB  # noqa: E402
 
-MiB = 1 << 20
-PLANS = (("wfbp", "wfbp", None), ("single", "single", None), ("fusion 25", "fusion", 25 * MiB),
-         ("fusion 64", "fusion", 64 * MiB), ("mgwfbp", "mgwfbp", None))
+PLANS = (("wfbp", "wfbp", None), ("single", "single", None), ("fusion 25", "fusion", 25 * MIB),
+         ("fusion 64", "fusion", 64 * MIB), ("mgwfbp", "mgwfbp", None))
 
 
 def predict(path, names=()) -> tuple[dict, list[dict]]:
     """The file's real setting and, per model, tensors, groups and each plan's predicted iteration."""
-    doc = yaml.safe_load(Path(path).read_text())
-    real = doc.get("real_setting")
+    cfg = config.load(path)
+    real = cfg.real_setting
     if not real:
         raise ValueError(f"{path}: no real_setting (give an mgwfbp_*.yaml file that states one)")
+    config.check_real_setting(real)
     a, b = float(real["alpha"]), float(real["beta"])
     rows = []
-    for name in names or doc["model"]:
+    for name in names or cfg.models():
         m = models.load(name)
-        f = config.compute_factor(real.get("backward_s"), m)
-        sizes = [4 * layer.numel for layer in m.layers]
-        t_b = [layer.backward_s * f for layer in m.layers]
+        m = models.scaled(m, time_factor=config.compute_factor(real.get("backward_s"), m))
+        sizes = [DTYPE_BYTES * layer.numel for layer in m.layers]
+        t_b = [layer.backward_s for layer in m.layers]
         plans = {key: merge.plan_groups(method, sizes, t_b, a, b, bucket) for key, method, bucket in PLANS}
         rows.append({"model": name, "backward_s": sum(t_b), "tensors": len(sizes),
                      "groups": len(plans["mgwfbp"]["groups"]),
                      "iteration_seconds": {k: p["iteration_seconds"] for k, p in plans.items()}})
-    return {"workers": doc["workers"], "alpha": a, "beta": b, "name": real["name"]}, rows
+    return {"workers": cfg.workers, "alpha": a, "beta": b, "name": real.get("name", "")}, rows
 
 
 def main(argv):
