@@ -4,7 +4,10 @@ Pure: a topology description and flows in, bytes and seconds out. The analysis c
 captures against these; the SimGrid simulation (emulation/project.py) reports the bound next
 to its own times.
 - Expected payload per host NIC: the flows laid onto `Topology.route` (a relaying BCube
-  server's NICs carry the flows it forwards, docs/DESIGN.md).
+  server's NICs carry the flows it forwards, docs/DESIGN.md), each direction of a
+  connection on its own route: the data and the sender's framing from src to dst, the
+  receiver's notifications from dst to src (`base.wire_flows`; on BCube the two directions
+  can relay through different servers).
 - Expected payload per switch port: the same flows through the switches along the
   controller's deterministic ECMP choices.
 - Bound: the busiest directed link's expected bytes of one sync over its bandwidth: no
@@ -13,6 +16,7 @@ to its own times.
 from __future__ import annotations
 
 from topologies.description import Topology
+from workloads.algorithms.base import wire_flows
 
 
 def links_of(topo: Topology, hosts: list, flow) -> list[str]:
@@ -25,7 +29,7 @@ def links_of(topo: Topology, hosts: list, flow) -> list[str]:
 def expected_nic_bytes(topo: Topology, hosts: list, flows: list, syncs: int = 1) -> dict:
     """host NIC -> {"tx", "rx"} payload bytes of `syncs` syncs, laid onto the routes."""
     out = {n.name: {"tx": 0, "rx": 0} for h in hosts for n in topo.host_nics(h)}
-    for f in flows:
+    for f in wire_flows(flows):
         dst_ip = topo.host_nics(hosts[f.dst])[f.nic].ip
         b = f.payload * syncs
         for tx, rx in topo.route(hosts[f.src], dst_ip):
@@ -39,7 +43,7 @@ def expected_nic_bytes(topo: Topology, hosts: list, flows: list, syncs: int = 1)
 def expected_port_bytes(topo: Topology, hosts: list, flows: list, syncs: int = 1) -> dict:
     """switch port -> {"rx" (into the switch), "tx" (out of it)} payload bytes."""
     out = {i.name: {"tx": 0, "rx": 0} for i in topo.intfs.values() if topo.nodes[i.node].kind == "switch"}
-    for f in flows:
+    for f in wire_flows(flows):
         dst_ip = topo.host_nics(hosts[f.dst])[f.nic].ip
         for tx, rx in topo.route(hosts[f.src], dst_ip):
             if tx in out:  # a switch egress

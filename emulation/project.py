@@ -272,11 +272,13 @@ def available_memory() -> float:
 
 
 def schedule(steps: list, hosts: list, endpoints: dict) -> list:
-    """Steps of Flows -> steps of (src endpoint, dst endpoint, payload bytes) messages."""
+    """Steps of Flows -> steps of (src endpoint, dst endpoint, payload bytes) messages: each
+    direction of a connection on its own route (`base.wire_flows`: the data and the sender's
+    framing one way, the receiver's notifications the other), as the captures see them."""
     out = []
     for step in steps:
         msgs = []
-        for f in step:
+        for f in base.wire_flows(step):
             if f.payload <= 0 or f.src == f.dst:
                 continue
             src, dst = endpoints[(hosts[f.src], hosts[f.dst], f.nic)]
@@ -286,7 +288,8 @@ def schedule(steps: list, hosts: list, endpoints: dict) -> list:
 
 
 def pairs_of(steps: list, hosts: list) -> set:
-    return {(hosts[f.src], hosts[f.dst], f.nic) for step in steps for f in step if f.payload > 0 and f.src != f.dst}
+    return {(hosts[f.src], hosts[f.dst], f.nic) for step in steps for f in base.wire_flows(step)
+            if f.payload > 0 and f.src != f.dst}
 
 
 # ---- SimGrid: one simulation per child process -------------------------------------------

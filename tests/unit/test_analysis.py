@@ -17,17 +17,58 @@ from workloads.algorithms import base
 
 @pytest.fixture(autouse=True)
 def no_framing(monkeypatch):
-    """Route arithmetic by hand is about data bytes; framing has its own test below."""
+    """Route arithmetic by hand is about data bytes; framing has its own tests below."""
     monkeypatch.setattr(base, "GLOO_FRAMING_BYTES", 0)
+    monkeypatch.setattr(base, "GLOO_SEND_FRAMING_BYTES", 0)
+    monkeypatch.setattr(base, "GLOO_NOTIFY_BYTES", 0)
 
 
-def test_expected_bytes_add_gloo_framing_per_message(monkeypatch):
-    monkeypatch.setattr(base, "GLOO_FRAMING_BYTES", 100)
+def framing(monkeypatch, send=100, notify=10):
+    monkeypatch.setattr(base, "GLOO_SEND_FRAMING_BYTES", send)
+    monkeypatch.setattr(base, "GLOO_NOTIFY_BYTES", notify)
+    monkeypatch.setattr(base, "GLOO_FRAMING_BYTES", send + notify)
+
+
+def test_expected_bytes_add_gloo_framing_per_message_each_direction_its_share(monkeypatch):
+    framing(monkeypatch, 100, 10)
     t = build("bcube,n=2,k=2", bw=20)
     hosts = t.hosts()
     out = analysis.expected_nic_bytes(t, hosts, [base.Flow(0, 1, 0, 1000, 3)], syncs=2)
-    assert out["h00-eth0"]["tx"] == 2 * (1000 + 3 * 100)
-    assert out["h01-eth0"]["rx"] == 2 * (1000 + 3 * 100)
+    assert out["h00-eth0"] == {"tx": 2 * (1000 + 3 * 100), "rx": 2 * 3 * 10}
+    assert out["h01-eth0"] == {"rx": 2 * (1000 + 3 * 100), "tx": 2 * 3 * 10}
+
+
+def test_the_receivers_notifications_take_the_reverse_route_through_another_relay(monkeypatch):
+    """Issue #19 section 1: ring 1 -> 2 is h01 -> h10 (10.0.0.3), relayed by h11 (digit 1
+    first). The receiver's notifications go h10 -> h01 (10.0.0.2), digit 1 first again: via
+    h00. So h00-eth1 and h10-eth1, which the data never crosses, carry Gloo's notifications
+    (48 B per message), and h11's relay carries only the data and the sender's framing.
+    Laying all framing beside the data put these bytes on the wrong ports: the captures of
+    every ring-based run on BCube showed them as unexpected ports."""
+    framing(monkeypatch, 96, 48)
+    t = build("bcube,n=2,k=2")
+    hosts = ["h00", "h01", "h10", "h11"]
+    got = analysis.expected_nic_bytes(t, hosts, [base.Flow(1, 2, 0, 1000, 5)])
+    fwd, back = 1000 + 5 * 96, 5 * 48
+    assert got == {
+        "h01-eth1": {"tx": fwd, "rx": 0}, "h11-eth1": {"tx": 0, "rx": fwd},
+        "h11-eth0": {"tx": fwd, "rx": 0}, "h10-eth0": {"tx": 0, "rx": fwd},
+        "h10-eth1": {"tx": back, "rx": 0}, "h00-eth1": {"tx": 0, "rx": back},
+        "h00-eth0": {"tx": back, "rx": 0}, "h01-eth0": {"tx": 0, "rx": back},
+    }
+    ports = analysis.expected_port_bytes(t, hosts, [base.Flow(1, 2, 0, 1000, 5)])
+    assert sum(p["tx"] for p in ports.values()) == 2 * fwd + 2 * back  # each leg crosses two switches
+
+
+def test_wire_flows_keep_the_total_and_split_the_directions():
+    flows = [base.Flow(0, 1, 0, 1000, 3), base.Flow(1, 0, 0, 50, 1), base.Flow(2, 2, 0, 7, 1)]
+    legs = base.wire_flows(flows)
+    assert all(f.messages == 0 and f.payload == f.bytes for f in legs)
+    assert sum(f.bytes for f in legs) == sum(f.payload for f in flows if f.src != f.dst)
+    assert {(f.src, f.dst): f.bytes for f in legs} == {
+        (0, 1): 1000 + 3 * base.GLOO_SEND_FRAMING_BYTES + 1 * base.GLOO_NOTIFY_BYTES,
+        (1, 0): 50 + 1 * base.GLOO_SEND_FRAMING_BYTES + 3 * base.GLOO_NOTIFY_BYTES}
+
 
 pytestmark = pytest.mark.unit
 

@@ -47,10 +47,16 @@ from workloads.specs import parse_spec
 
 DTYPE_BYTES = 4  # float32 gradients everywhere
 # TCP payload Gloo adds per point-to-point message: three 48-byte ops of its tcp pair
-# protocol (the sender writes two, the receiver one notification), measured exactly with
-# /proc/self/io on localhost for either posting order (tests/parallel/test_contract.py) and
-# consistent with the captures (docs/FIDELITY.md #10): expected = data + messages x this.
-GLOO_FRAMING_BYTES = 144
+# protocol, measured exactly with /proc/self/io on localhost for either posting order
+# (tests/parallel/test_contract.py) and consistent with the captures (docs/FIDELITY.md #10).
+# The sender writes two of them with the data; the receiver writes the third, its
+# "ready to receive" notification, on the same connection in the OTHER direction. On BCube
+# that direction's route may relay through another server than the data's (one digit is
+# corrected per hop, in the same order both ways), so the expected bytes lay the
+# notification on the reverse route (`wire_flows`), not beside the data (issue #19).
+GLOO_SEND_FRAMING_BYTES = 96  # written by the sender, towards the receiver
+GLOO_NOTIFY_BYTES = 48  # written by the receiver, towards the sender
+GLOO_FRAMING_BYTES = GLOO_SEND_FRAMING_BYTES + GLOO_NOTIFY_BYTES
 
 
 @dataclass(frozen=True)
@@ -342,6 +348,22 @@ def merge_flows(flows) -> list[Flow]:
         t[0] += int(f.bytes)
         t[1] += int(f.messages) if f.bytes else 0
     return [Flow(s, d, n, b, m) for (s, d, n), (b, m) in sorted(total.items()) if b > 0]
+
+
+def wire_flows(flows) -> list[Flow]:
+    """The TCP payload `flows` put on the wire, one Flow per direction of each connection
+    (messages=0, so `payload == bytes`): src -> dst carries the data and the sender's
+    GLOO_SEND_FRAMING_BYTES per message, dst -> src (the same NIC's connection, on its own
+    route) the receiver's GLOO_NOTIFY_BYTES per message. Summed over both directions it is
+    `sum(f.payload)`; what differs is which links carry the notifications."""
+    legs = []
+    for f in flows:
+        if f.src == f.dst:
+            continue
+        legs.append(Flow(f.src, f.dst, f.nic, int(f.bytes) + int(f.messages) * GLOO_SEND_FRAMING_BYTES, 0))
+        if f.messages:
+            legs.append(Flow(f.dst, f.src, f.nic, int(f.messages) * GLOO_NOTIFY_BYTES, 0))
+    return merge_flows(legs)
 
 
 def dense_reference(plan: dict, inputs, memory: dict):
