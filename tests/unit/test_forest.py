@@ -115,11 +115,12 @@ def tiny_overlays():
 
 # --- the packing against the LP over all trees -------------------------------------------------
 @pytest.mark.parametrize("name", list(tiny_overlays()))
-def test_packing_reaches_90_percent_of_the_lp_over_all_trees(name):
+def test_packing_reaches_the_lp_over_all_trees(name):
+    """docs/forest.md reports 1.000 on every one of these; measured: 1 within 3e-16."""
     ov = tiny_overlays()[name]
     best = lp_over_all_trees(ov)
     got = forest.pack(ov)
-    assert got.rate >= 0.9 * best, f"{name}: {got.rate / best:.3f} of the optimum"
+    assert math.isclose(got.rate, best, rel_tol=1e-6), f"{name}: {got.rate / best:.6f} of the optimum"
     # column generation finds the optimum over all trees, and its dual bound holds
     assert got.converged and math.isclose(got.optimum, best, rel_tol=1e-6)
     assert got.upper >= best * (1 - 1e-9)
@@ -143,12 +144,14 @@ def four_worker_overlays():
 
 @pytest.mark.parametrize("name", list(four_worker_overlays()))
 @pytest.mark.parametrize("k", [1, 2, 3])
-def test_capped_packing_reaches_90_percent_of_the_best_k_trees(name, k):
-    """With fewer trees allowed than the optimum uses: against every set of k trees."""
+def test_capped_packing_reaches_the_best_k_trees(name, k):
+    """With fewer trees allowed than the optimum uses: against every set of k trees.
+    docs/forest.md reports 1.000 in all 12 cases; measured: 1 within 3e-16."""
     cols, loads = all_tree_columns(four_worker_overlays()[name])
     best = max(lp_value(cols, [loads[j] for j in subset]) for subset in itertools.combinations(range(len(loads)), k))
     got = forest.pack(four_worker_overlays()[name], max_trees=k, max_height=3)
-    assert len(got.trees) <= k and got.rate >= 0.9 * best, f"{name}, {k} trees: {got.rate / best:.3f} of the best"
+    assert len(got.trees) <= k, f"{name}: {len(got.trees)} trees, {k} allowed"
+    assert math.isclose(got.rate, best, rel_tol=1e-6), f"{name}, {k} trees: {got.rate / best:.6f} of the best"
 
 
 def test_uniform_complete_graph_packs_n_over_2():
@@ -215,8 +218,7 @@ def test_cut_bound_terms_equal_brute_force_over_all_cuts(seed):
         g.add_edge(u, v, capacity=float(rng.choice([1, 2, 3, 5])))
         if seed % 2:
             g.add_edge(v, u, capacity=float(rng.choice([1, 2, 3, 5])))
-    if not nx.is_strongly_connected(g):
-        pytest.skip("not strongly connected")
+    assert nx.is_strongly_connected(g)  # every seed here gives one (a skip would fail CI)
     workers = rng.sample(sorted(g.nodes), rng.randint(2, min(4, n)))
     least, ratio_out, ratio_in = math.inf, 0.0, 0.0
     for r in range(1, n):
@@ -244,7 +246,10 @@ def test_homogeneous_fattree_16_workers_ties_the_ring():
     hosts = topo.hosts()
     algo, p = plan(topo, hosts, spec="forest,fallback=none")
     ring_term = 2 * 15 * M / (16 * 20 * MBIT)
-    assert p["planned_seconds"] <= 1.05 * ring_term
+    # docs/forest.md: forest 3.18 s against the ring's 3.15 s, 0.990 of the optimum (measured:
+    # 1.0103 x the ring term, 0.98979 of the optimum); a regression below those fails.
+    assert p["planned_seconds"] <= 1.011 * ring_term
+    assert p["rate"] / p["rate_optimum"] >= 0.9895
     assert math.isclose(p["bound_cut_seconds"], ring_term) and math.isclose(p["bound_rsag_seconds"], ring_term)
     assert p["planned_seconds"] >= p["bound_cut_seconds"] * (1 - 1e-9)
     # the planned time is exactly the busiest link of the plan's own traffic on the routes
@@ -275,7 +280,7 @@ def test_quarter_of_hosts_slower_beats_the_ring_and_meets_the_bound():
     algo, p = plan(topo, hosts)
     ring_algo, ring_plan = plan(topo, hosts, spec="ring")
     ring = busiest_seconds(topo, hosts, ring_algo.traffic(ring_plan))
-    assert p["planned_seconds"] < 0.6 * ring  # 6.7 s against 12.6 s
+    assert p["planned_seconds"] < 0.54 * ring  # 6.71 s against 12.58 s (docs/forest.md)
     assert math.isclose(p["planned_seconds"], p["bound_cut_seconds"], rel_tol=1e-3)  # slow hosts are leaves
     assert p["bound_rsag_seconds"] > 1.5 * p["bound_cut_seconds"]  # RS+AG with equal shards is no bound here
     assert math.isclose(busiest_seconds(topo, hosts, algo.traffic(p)), p["planned_seconds"], rel_tol=1e-3)
@@ -287,7 +292,10 @@ def test_bcube_plan_uses_both_nics_and_stays_near_the_bound():
     algo, p = plan(topo, hosts)
     nics = {t["nic_up"][i] for t in p["trees"] for i in range(16) if t["parent"][i] >= 0}
     assert nics == {0, 1}
-    assert p["planned_seconds"] <= 1.15 * p["bound_cut_seconds"]  # 16 workers, 2 NICs each
+    # docs/forest.md: 1.73 s against the cut bound's 1.57 s, 0.911 of the optimum (measured:
+    # 1.098 x the bound, 0.91071 of the optimum); 16 workers, 2 NICs each
+    assert p["planned_seconds"] <= 1.10 * p["bound_cut_seconds"]
+    assert p["rate"] / p["rate_optimum"] >= 0.9105
     assert p["planned_seconds"] < 0.6 * 2 * 15 * M / (16 * 20 * MBIT)  # the ring on one NIC
     assert math.isclose(busiest_seconds(topo, hosts, algo.traffic(p)), p["planned_seconds"], rel_tol=1e-3)
 
