@@ -1,5 +1,5 @@
 """Planners of the layer-wise algorithms (wfbp, single, fusion, mgwfbp) as pure functions: plans
-are JSON, groups tile the layers in launch order, the predicted timeline is merge.simulate's,
+are JSON, groups tile the layers in launch order, the predicted timeline is the hand-computed one,
 traffic is the ring's closed form per group, options fail in one line that says what is valid,
 and a plan made without a measured link says it is provisional."""
 import json
@@ -61,14 +61,37 @@ def test_plan_is_json_groups_tile_the_layers_and_traffic_reads_only_the_plan(spe
     assert plan["tag_base"] == [sum(uses[:g]) for g in range(len(uses))]
 
 
-@pytest.mark.parametrize("spec", ["wfbp", "single", "fusion,bucket_mb=0.5", "mgwfbp", "mgwfbp,merge=optimal"])
-def test_predicted_iteration_equals_simulate_of_the_groups(spec):
+# The predicted timelines of LAYERS under LINK (a = 5 ms, b = 2 ms/MB), worked out by hand.
+# Backprop produces out, fc2, fc1.b, fc1, conv2.b, conv2, conv1.b, conv1, ready at
+# 0, 2, 2.1, 8.1, 8.2, 12.2, 12.4, 13.4 ms; their bytes are 40, 360000, 4, 4e6, 4, 1.2e6, 28, 4.
+# A group starts when its last tensor is ready and the previous group has ended, and takes
+# 5 ms + 2e-6 ms per byte. Group ends in ms, launch order:
+HAND_TIMELINES = {
+    # every tensor alone; the link is always busy from 0 (each tensor is ready before the
+    # previous all-reduce ends), so the end is 8 a + b * all bytes = 40 + 11.12016 ms
+    "wfbp": ([[7], [6], [5], [4], [3], [2], [1], [0]],
+             [5.00008, 10.72008, 15.720088, 28.720088, 33.720096, 41.120096, 46.120152, 51.12016]),
+    # everything once backprop ends: 13.4 + 5 + 11.12016
+    "single": ([[7, 6, 5, 4, 3, 2, 1, 0]], [29.52016]),
+    # buckets of >= 0.5 MiB: {out, fc2, fc1.b} from 2.1 ms (360044 B), fc1 alone from 8.1 ms,
+    # conv2.b and conv2 each after the previous one, {conv1.b, conv1} last (32 B)
+    "fusion,bucket_mb=0.5": ([[7, 6, 5], [4], [3], [2], [1, 0]],
+                             [7.820088, 21.1, 26.100008, 33.500008, 38.500072]),
+    # {out, fc2, fc1.b} as above, then the rest once backprop ends: 13.4 + 5 + 10.400072
+    "mgwfbp": ([[7, 6, 5], [4, 3, 2, 1, 0]], [7.820088, 28.800072]),
+    # fc1 alone from 8.1 ms (ends 21.1), the last 1,200,036 B from there: 21.1 + 5 + 2.400072
+    "mgwfbp,merge=optimal": ([[7, 6, 5], [4], [3, 2, 1, 0]], [7.820088, 21.1, 28.500072]),
+}
+
+
+@pytest.mark.parametrize("spec", list(HAND_TIMELINES))
+def test_predicted_timeline_equals_the_hand_computed_one(spec):
     _, plan = base.plan_for(spec, ctx(link=LINK))
-    sizes, t_b = sizes_and_times()
-    timeline = merge.simulate(sizes, t_b, LINK.alpha, LINK.beta, plan["groups"])
-    assert plan["predicted_iteration_seconds"] == timeline.iteration_seconds
-    assert plan["predicted"]["group_end"] == list(timeline.end)
-    assert plan["predicted"]["backward_seconds"] == pytest.approx(sum(t_b))
+    groups, ends_ms = HAND_TIMELINES[spec]
+    assert plan["groups"] == groups
+    assert plan["predicted"]["group_end"] == pytest.approx([e * 1e-3 for e in ends_ms], rel=1e-12)
+    assert plan["predicted_iteration_seconds"] == pytest.approx(ends_ms[-1] * 1e-3, rel=1e-12)
+    assert plan["predicted"]["backward_seconds"] == pytest.approx(13.4e-3, rel=1e-12)
     assert (plan["alpha"], plan["beta"]) == (LINK.alpha, LINK.beta) and plan["link"] == LINK.to_dict()
 
 
