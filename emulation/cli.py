@@ -1,11 +1,11 @@
 """`syncbed`: run experiments, describe topologies, re-analyse results, clean up.
 
-    syncbed run [EXPERIMENT.yaml] [--topo SPEC] [--algo A[,B]] [--workers N] [--model M]
+    syncbed run [EXPERIMENT.yaml] [--topo SPEC] [--algo A[,B]]... [--workers N] [--model M]
                 [--bw MBPS] [--iters N] [--out DIR] ...
     syncbed topo SPEC         servers, switches, links, NICs per server
     syncbed algos             the registered sync algorithms
     syncbed analyze DIR       recompute summary.json and report.md from a results folder
-    syncbed project [EXPERIMENT.yaml] [--topo SPEC ...] [--algo A[,B]] [--measured DIR] ...
+    syncbed project [EXPERIMENT.yaml] [--topo SPEC ...] [--algo A[,B]]... [--measured DIR] ...
                               the same plans in SimGrid, at any size (emulation/project.py)
     syncbed clean             undo whatever a crashed run left (processes, bridges, links)
 
@@ -298,7 +298,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("experiment", nargs="?", help="experiment YAML (experiments/*.yaml)")
     r.add_argument("--name")
     r.add_argument("--topo", action="append", help="bcube,n=4,k=2 | fattree,k=4 (repeatable)")
-    r.add_argument("--algo", help="comma-separated algorithm names (see syncbed algos)")
+    r.add_argument("--algo", action="append",
+                   help="algorithm specs, name[,key=value...]; ring,ps is two (repeatable; see syncbed algos)")
     r.add_argument("--workers", type=COUNT)
     r.add_argument("--servers", type=NONNEG, help="dedicated parameter servers (ps)")
     r.add_argument("--model", help="one model spec, replacing the file's list: synthetic,mb=4 | lenet5 | resnet20 | "

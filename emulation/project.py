@@ -856,7 +856,8 @@ def main(argv=None) -> int:
     ap.add_argument("experiment", nargs="?", help="an experiment file (experiments/*.yaml): its runs, planned as "
                     "syncbed run plans them (instead of --topo/--algo)")
     ap.add_argument("--topo", action="append", help="bcube,n=N,k=K | fattree,k=K; repeat for a sweep over sizes")
-    ap.add_argument("--algo", help="algorithm specs, e.g. ring,ps or gtopk,density=0.001")
+    ap.add_argument("--algo", action="append",
+                    help="algorithm specs, e.g. ring,ps or gtopk,density=0.001 (repeatable, as syncbed run's)")
     ap.add_argument("--workers", type=int, help="worker ranks (default: every host minus --servers)")
     ap.add_argument("--servers", type=int, default=0, help="dedicated parameter servers (ps)")
     ap.add_argument("--mb", type=float, default=4.0, help="gradient MiB (one layer) when no --model")
@@ -901,7 +902,7 @@ def main(argv=None) -> int:
     out = Path(a.out) if a.out else Path("results") / f"project-{time.strftime('%Y%m%d-%H%M%S')}"
     out.mkdir(parents=True, exist_ok=True)
     summary = {"status": "running", "error": None, "simulated": True,
-               "experiment": a.experiment or f"project {' '.join(a.topo)} {a.algo}",
+               "experiment": a.experiment or f"project {' '.join(a.topo)} {' '.join(a.algo)}",
                "started": started, "finished": None, "runs": [], "networks": [], "skipped": a.skipped}
     runs = summary["runs"]
 

@@ -459,3 +459,29 @@ def test_cleanup_removes_exactly_what_it_recorded(state_dir, monkeypatch):
     assert done == ["stopped 1 processes", "deleted 1 OVS bridges"]
     assert fake.commands == [["ovs-vsctl", "--timeout=20", "--", "--if-exists", "del-br", "sbtest-br1"]]
     assert not s.path.exists()
+
+
+def test_algo_is_repeatable_for_run_and_project(monkeypatch):
+    """Issue #19: `syncbed run --algo ring --algo ps` ran only ps (argparse kept the last
+    --algo), though the README says it may be repeated; `syncbed project` the same."""
+    from emulation import config, project
+    from emulation.cli import build_parser
+
+    args = build_parser().parse_args(["run", "--topo", "fattree,k=4", "--algo", "ring",
+                                      "--algo", "ps,gtopk,density=0.01", "--algo", "gtopk,density=0.001"])
+    assert args.algo == ["ring", "ps,gtopk,density=0.01", "gtopk,density=0.001"]
+    cfg = config.load(topologies=args.topo, algorithms=args.algo)
+    assert cfg.matrix() == [("fattree,k=4", [("ring", {}), ("ps", {}), ("gtopk", {"density": "0.01"}),
+                                             ("gtopk", {"density": "0.001"})])]
+    assert build_parser().parse_args(["run", "--algo", "ring,ps"]).algo == ["ring,ps"]
+
+    seen = {}
+
+    def stop(a, measured):  # what the command line asked for, before anything is simulated
+        seen["args"] = a
+        raise ValueError("stopped by the test")
+    monkeypatch.setattr(project, "simgrid_available", lambda: None)
+    monkeypatch.setattr(project, "prepare_all", stop)
+    assert project.main(["--topo", "fattree,k=4", "--algo", "ring", "--algo", "ps"]) == 2
+    assert seen["args"].algo == ["ring", "ps"]
+    assert [req.algo for req, _ in project._requests(seen["args"], {})] == ["ring", "ps"]
