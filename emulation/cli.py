@@ -188,7 +188,9 @@ def cmd_algos(args) -> int:
     return 0
 
 
-RUNNER_KEYS = ("model_source", "time_dilation", "size_scale", "real_link_mbps", "real_backward_s")  # not in the run's files
+# not in the run's files: what the runner knew (the configuration, the real setting a run stands for)
+RUNNER_KEYS = ("model_source", "time_dilation", "size_scale", "real_link_mbps", "real_backward_s", "link_model",
+               "real_setting", "stand_in")
 
 
 def _analyze_problem(folder: Path) -> str | None:
@@ -229,7 +231,7 @@ def cmd_analyze(args) -> int:
     if problem:
         print(f"syncbed: {problem}", file=sys.stderr)
         return 2
-    from emulation import analysis
+    from emulation import analysis, checks
     from emulation.report import write_report
 
     summ_path = folder / "summary.json"
@@ -247,6 +249,8 @@ def cmd_analyze(args) -> int:
             return 2
         rec.update({k: before[d.name][k] for k in RUNNER_KEYS if k in before.get(d.name, {})})
         runs.append(rec)
+        if rec.get("sync_seconds") is not None:
+            print(checks.result_line(rec), flush=True)
     summary["runs"] = runs
     if summary.get("status") in (None, "running"):  # the experiment's process was killed
         summary.update(status="failed", error=summary.get("error") or "the experiment did not finish")

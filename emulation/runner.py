@@ -28,7 +28,7 @@ from pathlib import Path
 import yaml
 
 from controllers.launcher import Controller
-from emulation import analysis, linkprobe, replan
+from emulation import analysis, checks, linkprobe, replan
 from emulation.background import Background
 from emulation.config import backward_for
 from emulation.calibrate import calibrate
@@ -212,6 +212,7 @@ class Experiment:
                 self.summary["networks"][-1].setdefault("link_probes", []).append(probes[key])
                 self._save()
             probe = probes[key]
+            run.probe = probe  # copied into the run folder: the analysis judges the fit from it
             run.stand_in = replan.apply_link(run, LinkModel.from_dict(probe["model"]), self.cfg.real_setting)
             run.stand_in.update(probe_ok=probe["ok"], probe_points=probe["points"])
             if self.cfg.real_setting:
@@ -282,16 +283,10 @@ class Experiment:
                 rec.update(size_scale=stand_in["size_scale"],
                            time_dilation=stand_in["time_factor"] * stand_in["compute_factor"],
                            real_setting=stand_in["real_setting"], stand_in=stand_in)
-            if not stand_in.get("probe_ok", True) and rec.get("fidelity"):
-                r2 = stand_in["link"].get("r2")
-                rec["fidelity"].setdefault("reasons", []).append(
-                    f"the a + b*m fit of the link probe has R^2 {r2 if r2 is None else round(r2, 3)} < "
-                    f"{linkprobe.MIN_R2}: the plan rests on a poor cost model")
-                rec["faithful"] = rec["fidelity"]["faithful"] = False
         self.summary["runs"].append(rec)
         self._save()
         if rec.get("sync_seconds") is not None:
-            self._log_result(rec)
+            self.log(checks.result_line(rec))
 
     # ---- per run -----------------------------------------------------------------------
     def _run_one(self, run, net, calib) -> tuple:
@@ -302,6 +297,8 @@ class Experiment:
         _write_json(rdir / "topology.json", run.topology.to_dict())
         if calib:
             _write_json(rdir / "calibration.json", calib)
+        if getattr(run, "probe", None):  # the fit this run was planned with: its verdict is the analysis's
+            _write_json(rdir / analysis.LINK_PROBE_FILE, run.probe)
         meta = {"status": "running", "error": None, "started": time.time()}
         _write_json(rdir / "run.json", meta)
         groups = base.get(run.algorithm).groups(run.plan)
@@ -386,20 +383,6 @@ class Experiment:
             raise interrupted
         return rec["status"], rec.get("error")
 
-    def _log_result(self, rec):
-        med, bound = rec.get("median_sync_seconds"), rec.get("bound_seconds")
-        pr = rec.get("payload_ratio") or {}
-        parts = [f"  result: sync median {med:.3f} s" if med else "  result: no sync times",
-                 f"bound {bound:.3f} s" if bound else "",
-                 f"payload measured/expected {pr['min']:.3f}..{pr['max']:.3f}" if pr.get("min") else "",
-                 f"links {rec['link_ratio']['min']:.3f}..{rec['link_ratio']['max']:.3f}" if rec.get("link_ratio", {}).get("min") else "",
-                 f"switches {rec.get('switches_with_traffic', '?')}/{rec['switches_total']}",
-                 f"correct={rec['correct']}", f"faithful={_verdict(rec)}"]
-        if rec.get("background"):
-            bg = rec["background"]
-            parts.insert(-2, f"background {bg['bytes_sent'] / 2**20:.1f} MiB sent (not gradient bytes)")
-        self.log(", ".join(p for p in parts if p))
-
     def _fault_hook(self, net, run):
         fault = self.cfg.link_down
         if not fault:
@@ -433,12 +416,6 @@ def throughput(summary: dict, wall_seconds: float) -> dict:
             "timed_seconds": round(timed, 2),
             "overhead_fraction": round(1 - measured / wall_seconds, 4) if wall_seconds > 0 else None,
             "overhead_fraction_without_warmup": round(1 - timed / wall_seconds, 4) if wall_seconds > 0 else None}
-
-
-def _verdict(rec) -> str:
-    if rec.get("faithful") is None:
-        return f"unverified ({', '.join((rec.get('fidelity') or {}).get('unverified') or ['?'])})"
-    return str(rec["faithful"])
 
 
 def run_experiment(cfg, runs, log=print) -> Path:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from emulation import checks
 from emulation.report.load import MB, RunData, bound_ratio, median_of, median_sync, num, sync_seconds
 
 NA = "–"
@@ -26,6 +27,19 @@ def fmt(x, spec: str = ".3g") -> str:
 
 def yes_no(x) -> str:
     return NA if x is None else ("yes" if x else "**NO**")
+
+
+def faithful_cell(run: dict) -> str:
+    """yes, **NO**, or what was not verified (`unverified (cpu)`): None is not "no"."""
+    if run.get("faithful") is None:
+        return f"unverified ({', '.join(checks.unverified(run))})" if checks.unverified(run) else NA
+    return yes_no(run["faithful"])
+
+
+def failed_cell(run: dict) -> str:
+    """Every check the run failed (emulation/checks.py), or "none" when it was checked."""
+    failed = checks.failed_checks(run)
+    return "; ".join(failed) if failed else ("none" if checks.checked(run) else NA)
 
 
 def table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -98,8 +112,10 @@ def traffic_cells(rd: RunData) -> list[str]:
 
 
 def verdict_cells(rd: RunData) -> list[str]:
-    r = rd.run
-    return [yes_no(r.get("correct")), yes_no(r.get("faithful", rd.fidelity.get("faithful"))), r.get("status", NA)]
+    r = dict(rd.run)
+    r.setdefault("faithful", rd.fidelity.get("faithful"))
+    r["fidelity"] = r.get("fidelity") or rd.fidelity or None
+    return [yes_no(r.get("correct")), faithful_cell(r), failed_cell(r), r.get("status", NA)]
 
 
 def spec_cells(rd: RunData) -> list[str]:
@@ -147,7 +163,7 @@ COLUMN_SETS: list[ColumnSet] = [
               ("background flows", "background MB sent", "gradient MB sent", "background Mbit/s per source"),
               background_cells),
     ColumnSet("traffic", always, ("payload measured/expected min..max", "switches used/total"), traffic_cells),
-    ColumnSet("verdict", always, ("correct", "faithful", "status"), verdict_cells),
+    ColumnSet("verdict", always, ("correct", "faithful", "failed checks", "status"), verdict_cells),
 ]
 
 

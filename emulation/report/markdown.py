@@ -104,7 +104,9 @@ def describe(value) -> str:
 def md_run_fidelity(rd: RunData) -> list[str]:
     f = rd.fidelity
     faithful = f.get("faithful", rd.run.get("faithful"))
-    verdict = NA if faithful is None else ("faithful" if faithful else "**NOT faithful**")
+    unverified = f.get("unverified") or []
+    verdict = (("**NOT faithful**" if faithful is False else "faithful") if faithful is not None
+               else f"unverified ({', '.join(unverified)})" if unverified else NA)
     lines = [f"**{rd.label}**: {verdict}", "",
              f"- CPU: ovs-vswitchd {fmt(f.get('ovs_cpu_percent'), '.0f')}%, "
              f"workers {fmt(f.get('workers_cpu_percent'), '.0f')}%",
@@ -162,11 +164,18 @@ def md_howto() -> list[str]:
             "- **payload measured/expected** compares TCP payload in the captures with the algorithm's "
             "closed form laid onto the routes, per host NIC and direction; 1.00..1.00 is exact. "
             "Header and ACK overhead is reported separately (wire_overhead).",
+            "- **failed checks** lists every check of the run that failed (emulation/checks.py): the "
+            "result against the oracle, payload per host NIC outside its tolerance or on a NIC the closed "
+            "form leaves empty (with their bytes), the same per switch port (links), and each reason the "
+            "run was not faithful (calibration, CPU, capture drops, the link probe's fit). A run passes "
+            "the byte check only when both ratios are within tolerance and no port is unexpected.",
             "- **switches used/total**: switches whose ports carried payload. In the link plot, edge "
             "width and colour are payload bytes on that link (both directions); grey switches were idle.",
             "- **faithful** is the emulation's own verdict: calibration within tolerance, no CPU "
             "starvation of ovs-vswitchd or the workers, busiest link near its configured rate, no "
-            "capture drops. Do not compare numbers from runs that are not faithful.",
+            "capture drops, a link probe fit with R^2 >= 0.9 where one was planned with. **unverified** "
+            "names what was not measured (links: no calibration; cpu: no CPU samples; capture). Do not "
+            "compare numbers from runs that are not faithful.",
             "- MB = 2^20 bytes; Mbit/s = 10^6 bit/s.", ""]
 
 

@@ -93,7 +93,8 @@ def bml_run() -> tuple:
            "bound_seconds": 1.57, "simulated_seconds": 1.571, "iteration_seconds": [2.0, 2.0, 2.0],
            "payload_bytes_measured": nic_bytes(topo, per_nic, {"h00-eth0": 0.8}),
            "payload_bytes_expected": nic_bytes(topo, per_nic),
-           "payload_ratio": {"min": 0.8, "max": 1.0}, "wire_overhead": 0.03,
+           "payload_ratio": {"min": 0.8, "max": 1.0, "tolerance": 0.03, "unexpected": [], "within_tolerance": False},
+           "wire_overhead": 0.03,
            "switches_total": 8, "switches_with_traffic": 8, "switches_used": topo.switches(),
            "link_bytes": switch_link_bytes(topo, {"level0": per_nic, "level1": per_nic}, set()), "correct": True, "faithful": True,
            "status": "ok", "dir": "runs/01-bcube-bml", "_reasons": []}
@@ -108,7 +109,8 @@ def ps_run() -> tuple:
            "gradient_bytes": GRAD, "link_mbps": 20.0, "iters": 3, "sync_seconds": [3.4, 3.3, 3.5],
            "bound_seconds": 3.15, "payload_bytes_measured": nic_bytes(topo, per_nic),
            "payload_bytes_expected": nic_bytes(topo, per_nic),
-           "payload_ratio": {"min": 1.0, "max": 1.0}, "wire_overhead": 0.04,
+           "payload_ratio": {"min": 1.0, "max": 1.0, "tolerance": 0.03, "unexpected": [], "within_tolerance": True},
+           "wire_overhead": 0.04,
            "switches_total": 20, "switches_with_traffic": 18,
            "switches_used": [s for s in topo.switches() if s not in idle],
            "link_bytes": switch_link_bytes(topo, {"host": per_nic, "edge-agg": per_nic / 2,
@@ -150,10 +152,11 @@ def test_report_has_table_rows_and_every_plot(tmp_path):
     text = path.read_text()
     assert path == folder / "report.md"
     assert text.startswith("# syncbed experiment `bml-vs-ps`")
-    assert ("| 1 | bcube(4,2) | bml | 16 | 4 | 20 | 1.600 | 1.570 | 1.02 | 1.571 | 0.98 | 0.800..1.000 | 8/8 | yes | yes | ok |"
-            in text)
-    assert ("| 2 | fattree(4) | ps | 16 | 4 | 20 | 3.400 | 3.150 | 1.08 | – | – | 1.000..1.000 | 18/20 | yes | **NO** | ok |"
-            in text)
+    # every failed check beside the result: the payload out of tolerance, the fidelity reason
+    assert ("| 1 | bcube(4,2) | bml | 16 | 4 | 20 | 1.600 | 1.570 | 1.02 | 1.571 | 0.98 | 0.800..1.000 | 8/8 | yes "
+            "| yes | payload measured/expected 0.800..1.000 outside 1 ± 0.03 | ok |" in text)
+    assert ("| 2 | fattree(4) | ps | 16 | 4 | 20 | 3.400 | 3.150 | 1.08 | – | – | 1.000..1.000 | 18/20 | yes | **NO** "
+            "| ovs-vswitchd at 97% CPU (limit 90%) | ok |" in text)
     assert "ovs-vswitchd at 97% CPU (limit 90%)" in text
     assert "| 1 | level0 | 20 | 19.4 | 0.97 |" in text and "| 2 | agg-core | 20 | 19.4 | 0.97 |" in text
     assert "## How to read this" in text
@@ -275,7 +278,8 @@ def rundata(index: int, **run) -> report.RunData:
 def test_results_columns_come_from_the_sets_that_apply():
     plain = [rundata(1, algorithm="ring", sync_seconds=[1.0])]
     header, rows, problems = report.results_table(plain)
-    assert header[:3] == ["#", "topology", "algorithm"] and header[-3:] == ["correct", "faithful", "status"]
+    assert header[:3] == ["#", "topology", "algorithm"]
+    assert header[-4:] == ["correct", "faithful", "failed checks", "status"]
     assert "predicted iteration s" not in header and problems == []
     runs = [rundata(1, algorithm="topk", algo_spec="topk,density=0.01", sync_seconds=[1.0]),
             rundata(2, algorithm="mgwfbp", iteration_seconds=[2.0, 2.2, 2.4], predicted_iteration_seconds=2.0)]
