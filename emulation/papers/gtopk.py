@@ -13,7 +13,7 @@ experiment's workers and links, are the communication side of them, not the same
 from __future__ import annotations
 
 from emulation.papers import Paper, common
-from emulation.report.columns import NA, fmt, table, yes_no
+from emulation.report.columns import NA, fmt, table
 from emulation.report.load import compress_seconds, num
 from workloads.specs import parse_spec
 
@@ -85,7 +85,7 @@ def pair(runs: list) -> list[dict]:
                          "dense_over_topk": common.ratio(ds, ts),
                          "paper_efficiency": list(paper[1:]) if paper else None,
                          "efficiency": [_efficiency(r) for r in (dense, t, g)],
-                         "faithful": all(bool(r.get("faithful")) for r in present)})
+                         **common.verdicts([(common.label(r), r) for r in present])})
     return rows
 
 
@@ -99,7 +99,7 @@ def render(rows: list[dict]) -> list[str]:
     body = table(["topology", "model", "workers", "density", "gTop-k sync s", "Top-k sync s", "dense sync s",
                   "dense / gTop-k", "Top-k / gTop-k", "dense / Top-k", "efficiency % dense / Top-k / gTop-k",
                   "paper efficiency dense / Top-k / gTop-k (P = 32)",
-                  "gTop-k compression s (of sync)", "Top-k compression s (of sync)", "faithful"],
+                  "gTop-k compression s (of sync)", "Top-k compression s (of sync)", "faithful", "failed checks"],
                  [[str(r["topology"]), str(r["model"]), fmt(r["workers"], "g"), fmt(r["density"], "g"),
                    fmt(r["gtopk_s"], ".3f"), fmt(r["topk_s"], ".3f"),
                    NA if r["dense"] is None else f"{fmt(r['dense_s'], '.3f')} ({r['dense']})",
@@ -107,7 +107,7 @@ def render(rows: list[dict]) -> list[str]:
                    fmt(r["dense_over_topk"], ".2f"), _percents(r.get("efficiency")),
                    " / ".join(f"{v:g}%" for v in r["paper_efficiency"]) if r["paper_efficiency"] else NA,
                    _share(r["gtopk_compress_s"], r["gtopk_s"]), _share(r["topk_compress_s"], r["topk_s"]),
-                   yes_no(r["faithful"])] for r in rows])
+                   common.faithful_cell(r), common.failed_cell(r)] for r in rows])
     return common.section("gTop-k against Top-k and dense S-SGD (Shi et al., ICDCS 2019)", CITATION, intro, body,
                           CLAIMS)
 
