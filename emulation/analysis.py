@@ -315,6 +315,10 @@ def _load(path: Path, default=None):
         return default
 
 
+# What the analysis read from capture.pcap (per-port payload, wire bytes, the busiest link's
+# rate, switches used), kept beside it so that a copy of the run without its pcap (the result
+# folders under docs/results) is analysed again, every verdict included.
+COUNTS_FILE = "capture_counts.json"
 LINK_PROBE_FILE = "link_probe.json"  # the runner's copy of the link probe a run was planned with
 
 
@@ -456,6 +460,29 @@ def background_summary(topo: Topology, flows: list, meas: dict) -> dict:
             "link_bytes": ports, "capture_seconds": round(secs, 3) if secs else None}
 
 
+KEEP_IGNORE = ("*.pcap", "*.tmp", "go", "pools")  # what a kept copy leaves out: captures, run-time handshakes
+
+
+def keep_copy(results: Path, dest: Path) -> Path:
+    """Copy an experiment's results folder to `dest` without its packet captures (hundreds of
+    MiB), keeping every other file a run wrote: with `capture_counts.json` in place of the pcap,
+    `syncbed analyze dest` recomputes every verdict the runner made (the folders under
+    docs/results are such copies, and a unit test re-analyses them)."""
+    import shutil  # noqa: PLC0415
+
+    results, dest = Path(results), Path(dest)
+    summary = _load(results / "summary.json")
+    if not isinstance(summary, dict):
+        raise NotARunFolder(f"{results} has no summary.json: not a results folder of syncbed run")
+    missing = [r.get("dir") for r in summary.get("runs", [])
+               if not (results / str(r.get("dir")) / COUNTS_FILE).exists()]
+    if missing:
+        raise NotARunFolder(f"{results}: {len(missing)} run(s) have no {COUNTS_FILE} (e.g. {missing[0]}); "
+                            f"run `syncbed analyze {results}` while the pcaps are there, then keep it")
+    shutil.copytree(results, dest, ignore=shutil.ignore_patterns(*KEEP_IGNORE), dirs_exist_ok=True)
+    return dest
+
+
 class NotARunFolder(ValueError):
     """A folder without the files `syncbed run` writes for one run."""
 
@@ -538,6 +565,7 @@ def analyze_run(run_dir: Path) -> dict:
     capture = _load(run_dir / "capture.json")
     busiest = None
     pcap = run_dir / "capture.pcap"
+    meas = None
     if pcap.exists() and syncs:  # no completed sync: no byte verdict
         cut = None
         try:
@@ -552,6 +580,17 @@ def analyze_run(run_dir: Path) -> dict:
         finally:
             if cut:
                 cut.unlink(missing_ok=True)
+        tmp = run_dir / (COUNTS_FILE + ".tmp")
+        tmp.write_text(json.dumps({"capture_cut_at": rec.get("capture_cut_at"), "floor_bytes": floor_bytes,
+                                   "measured": meas}))
+        tmp.replace(run_dir / COUNTS_FILE)
+    elif syncs and isinstance(kept := _load(run_dir / COUNTS_FILE), dict):
+        # a copy without its pcap (docs/results): the counts read from it when it was analysed
+        meas = kept["measured"]
+        if kept.get("capture_cut_at") is not None:
+            rec["capture_cut_at"] = kept["capture_cut_at"]
+        rec["capture_counts_from"] = COUNTS_FILE
+    if meas is not None:
         measured = {k: v for k, v in meas["nics"].items() if k in expected}
         stray = min(UNEXPECTED_BYTES, USED_FRACTION * floor_bytes)
         cmp_ = compare(expected, measured, floor=stray)
@@ -571,7 +610,7 @@ def analyze_run(run_dir: Path) -> dict:
             "retransmitted_fraction": (sum(w["retrans"] for w in meas["wire"].values()) / tot_payload
                                        if tot_payload else None),
             # interface counters ran until the stop: no match for a cut capture
-            "capture_vs_counters": tot_wire / cnt if cnt and not cut else None,
+            "capture_vs_counters": tot_wire / cnt if cnt and "capture_cut_at" not in rec else None,
             "packets_captured": meas["packets"],
         })
         if job.get("background"):
