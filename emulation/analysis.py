@@ -33,7 +33,7 @@ import struct
 import tempfile
 from pathlib import Path
 
-from emulation.expected import bound_seconds, expected_nic_bytes, expected_port_bytes  # noqa: F401 (re-exported)
+from emulation.expected import bound_seconds, expected_nic_bytes, expected_port_bytes, step_bound  # noqa: F401
 from emulation.linkprobe import MIN_R2
 from topologies.description import Topology
 from workloads.algorithms import base
@@ -558,6 +558,10 @@ def analyze_run(run_dir: Path) -> dict:
         "algo_spec": job.get("algo_spec", job["algorithm"]), "data_dependent": algo.data_dependent,
         **algo.describe(job["plan"]),
     }
+    if not algo.data_dependent:  # the plan's steps are its bytes (logged flows have no steps)
+        sb = step_bound(topo, hosts, algo.steps(job["plan"]))
+        rec.update(bound_step_seconds=sb["seconds"], bound_steps=sb["steps"],
+                   collisions={"count": len(sb["collisions"]), "first": sb["collisions"][:5]})
     if rec["median_sync_seconds"] and rec["bound_seconds"]:
         rec["sync_over_bound"] = rec["median_sync_seconds"] / rec["bound_seconds"]
     if rec["status"] == "running":  # run.json never got its end: the process was killed

@@ -60,3 +60,60 @@ def bound_seconds(topo: Topology, per_sync: dict) -> float:
         bw = topo.link_of(intf).bw * 1e6 / 8
         worst = max(worst, d["tx"] / bw, d["rx"] / bw)
     return worst
+
+
+def step_bound(topo: Topology, hosts: list, steps: list) -> dict:
+    """The per-step bound of a schedule that runs its steps one after another (`Algorithm.steps`:
+    PS push then pull, BML's 2k stages, halving-doubling's exchanges, one group after another):
+    each step lasts at least its busiest directed link's bytes over that link's bandwidth, on
+    the installed routes, so no such schedule beats the sum. `bound_seconds` spreads the whole
+    sync's bytes over the links instead, which a step-by-step algorithm cannot reach when its
+    steps load different links; with one step the two are equal.
+
+    Collisions: in a step, a link shared by two or more of its flows whose time exceeds the
+    step's endpoint bound (the busiest source or destination NIC if every flow went straight
+    from its NIC to its peer's, as on a non-blocking fabric): the plan assumed those flows
+    apart and the routes put them together (hash ECMP, a relay). Each is reported with its
+    step, link, flows and seconds against the endpoint bound."""
+    routes: dict = {}
+
+    def route(src: int, dst: int, nic: int) -> list:
+        key = (src, dst, nic)
+        if key not in routes:
+            routes[key] = topo.route(hosts[src], topo.host_nics(hosts[dst])[nic].ip)
+        return routes[key]
+
+    bw_of: dict = {}
+
+    def bps(intf: str) -> float:
+        if intf not in bw_of:
+            bw_of[intf] = topo.link_of(intf).bw * 1e6 / 8
+        return bw_of[intf]
+
+    total, per_step, collisions = 0.0, [], []
+    for i, step in enumerate(steps):
+        load: dict = {}  # (tx intf, "tx") or (rx intf, "rx") -> bytes
+        sharing: dict = {}  # tx intf -> forward flows crossing it
+        ends: dict = {}  # (src NIC, "tx") / (dst NIC, "rx") -> bytes, as on a non-blocking fabric
+        for f in wire_flows(step):
+            for tx, rx in route(f.src, f.dst, f.nic):
+                load[tx] = load.get(tx, 0) + f.bytes
+            src_nic = route(f.src, f.dst, f.nic)[0][0]  # the NIC the source's routes send it out of
+            dst_nic = topo.host_nics(hosts[f.dst])[f.nic].name
+            ends[(src_nic, "tx")] = ends.get((src_nic, "tx"), 0) + f.bytes
+            ends[(dst_nic, "rx")] = ends.get((dst_nic, "rx"), 0) + f.bytes
+        for f in step:
+            if f.bytes and f.src != f.dst:
+                for tx, _ in route(f.src, f.dst, f.nic):
+                    sharing.setdefault(tx, set()).add((f.src, f.dst))
+        busiest = max(((b / bps(tx), tx) for tx, b in load.items()), default=(0.0, None))
+        endpoint = max((b / bps(nic) for (nic, _), b in ends.items()), default=0.0)
+        total += busiest[0]
+        per_step.append({"seconds": busiest[0], "link": busiest[1], "endpoint_seconds": endpoint})
+        for tx, flows in sharing.items():
+            t = load[tx] / bps(tx)
+            if len(flows) >= 2 and t > endpoint * (1 + 1e-9):
+                collisions.append({"step": i, "link": tx, "flows": len(flows), "seconds": t,
+                                   "endpoint_seconds": endpoint})
+    collisions.sort(key=lambda c: (-c["seconds"] / max(c["endpoint_seconds"], 1e-12), c["step"], c["link"]))
+    return {"seconds": total, "steps": len(steps), "per_step": per_step, "collisions": collisions}

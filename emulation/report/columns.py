@@ -97,8 +97,18 @@ def sync_cells(rd: RunData) -> list[str]:
     med_s = NA if med is None else f"{med:.3f}" + (" (from logs)" if src == "worker logs" else "")
     r = rd.run
     sim = num(r.get("simulated_seconds"))
-    return [med_s, fmt(r.get("bound_seconds"), ".3f"), fmt(bound_ratio(rd), ".2f"), fmt(sim, ".3f"),
-            fmt(sim / med if sim is not None and med else None, ".2f")]
+    return [med_s, fmt(r.get("bound_seconds"), ".3f"), fmt(r.get("bound_step_seconds"), ".3f"),
+            fmt(bound_ratio(rd), ".2f"), fmt(sim, ".3f"), fmt(sim / med if sim is not None and med else None, ".2f")]
+
+
+def collision_cells(rd: RunData) -> list[str]:
+    c = rd.run.get("collisions") or {}
+    if not c.get("count"):
+        return ["none" if "collisions" in rd.run else NA]
+    first = c["first"][0]
+    ratio = first["seconds"] / first["endpoint_seconds"] if first.get("endpoint_seconds") else None
+    return [f"{c['count']} (step {first['step']}: {first['link']}, {first['flows']} flows, "
+            f"{fmt(ratio, '.2f')}x its endpoint bound)"]
 
 
 def payload_range(run: dict) -> str:
@@ -154,7 +164,10 @@ def has_training(runs: list[RunData]) -> bool:
 COLUMN_SETS: list[ColumnSet] = [
     ColumnSet("run", always, ("#", "topology", "algorithm", "workers", "gradient MB", "link Mbit/s"), run_cells),
     ColumnSet("spec", any_run_has("algo_spec"), ("algorithm",), spec_cells, replaces=("algorithm",)),
-    ColumnSet("sync", always, ("median sync s", "bound s", "ratio", "simulated s", "simulated/measured"), sync_cells),
+    ColumnSet("sync", always, ("median sync s", "bound s", "step bound s", "ratio", "simulated s",
+                               "simulated/measured"), sync_cells),
+    ColumnSet("collisions", lambda runs: any((rd.run.get("collisions") or {}).get("count") for rd in runs),
+              ("shared links (step: link, flows)",), collision_cells),
     ColumnSet("iteration", any_run_has("predicted_iteration_seconds"),
               ("median iteration s", "predicted iteration s", "iteration measured/predicted",
                "simulated iteration s"), iteration_cells),

@@ -154,7 +154,13 @@ def md_howto() -> list[str]:
             "rank whose gradient was ready (worker clocks, `time.time()`); warmup iterations excluded.",
             "- **bound** = the sync time the bandwidth model predicts for this algorithm on the "
             "configured links (emulation/analysis.py); **ratio** = median sync / bound. Near 1: the run is bandwidth-bound as the model says; "
-            "well above 1: latency, CPU or protocol overhead dominate.",
+            "well above 1: latency, CPU or protocol overhead dominate. **step bound** = the sum over the "
+            "algorithm's steps (PS push then pull, BML's stages, one group after another) of each step's "
+            "busiest link: the fair bound for an algorithm whose steps run one after another, equal to "
+            "the bound for one-step algorithms (ring, gloo); layer-wise schedules overlap backprop, so "
+            "their sync can beat both. **shared links** (shown when any): links where flows of one step "
+            "that the plan assumed apart meet (hash ECMP, relays) and that set that step's time above "
+            "its endpoints' (emulation/expected.py `step_bound`).",
             "- **simulated** = the same plan on the same routes in SimGrid's flow model "
             "(emulation/project.py): each step's flows share every link max-min fairly; layer-wise "
             "algorithms also wait for backprop and pay their all-reduce start-up a per group. "

@@ -656,3 +656,46 @@ def test_logged_flows_sum_what_ranks_sent_in_the_counted_iterations(tmp_path):
     (logs / "rank1.jsonl").write_text(json.dumps({"event": "iter", "iter": 0, "sent": [[0, 0, 5, 1]]}) + "\n")
     flows = analysis.logged_flows(logs, syncs=2)  # iteration 2 did not complete everywhere
     assert flows == [base.Flow(0, 1, 0, 140, 3), base.Flow(0, 2, 0, 8, 1), base.Flow(1, 0, 0, 5, 1)]
+
+
+# ---- the per-step bound ---------------------------------------------------------------
+def test_step_bound_sums_each_steps_busiest_link_and_names_a_hash_collision():
+    """Two steps on Fat-Tree k=4 with hash ECMP: step 0 sends h0_0_2 -> h1_0_2 and h0_0_3 ->
+    h1_0_3 at once (each host link carries one flow: endpoint bound B/bw); step 1 one flow.
+    The whole-sync bound spreads step 0's bytes over the sync; the per-step bound adds the
+    steps. Where both flows of step 0 hash onto one uplink, that link is named with its step."""
+    from emulation.expected import step_bound
+
+    t = build("fattree,k=4", bw=10, ecmp="hash")
+    hosts = t.hosts()
+    B = 1_000_000
+    steps = [[base.Flow(0, 4, 0, B, 0), base.Flow(1, 5, 0, B, 0)], [base.Flow(0, 4, 0, B, 0)]]
+    sb = step_bound(t, hosts, steps)
+    host = B / (10e6 / 8)
+    assert sb["steps"] == 2 and sb["per_step"][1]["seconds"] == pytest.approx(host)
+    links0 = [l for l, _ in t.route(hosts[0], t.host_nics(hosts[4])[0].ip)]
+    links1 = [l for l, _ in t.route(hosts[1], t.host_nics(hosts[5])[0].ip)]
+    common = set(links0) & set(links1)
+    if common:  # the two flows hashed onto a shared link: twice the bytes on it in step 0
+        assert sb["per_step"][0]["seconds"] == pytest.approx(2 * host)
+        assert {c["link"] for c in sb["collisions"]} == common and all(c["step"] == 0 for c in sb["collisions"])
+    else:
+        assert sb["per_step"][0]["seconds"] == pytest.approx(host) and sb["collisions"] == []
+    assert sb["seconds"] == pytest.approx(sb["per_step"][0]["seconds"] + sb["per_step"][1]["seconds"])
+    whole = analysis.bound_seconds(t, analysis.expected_port_bytes(t, hosts, [f for s in steps for f in s]))
+    assert sb["seconds"] >= whole - 1e-12
+
+
+def test_step_bound_finds_a_collision_two_level_routing_avoids():
+    """Over all pairs between pods 0 and 1 in one step, hash ECMP puts two flows on one uplink
+    somewhere; Al-Fares' two-level routing spreads them (no collision)."""
+    from emulation.expected import step_bound
+
+    found = {}
+    for ecmp in ("hash", "two-level"):
+        t = build("fattree,k=4", bw=10, ecmp=ecmp)
+        hosts = t.hosts()
+        step = [base.Flow(i, 4 + i, 0, 1000, 0) for i in range(4)]
+        found[ecmp] = step_bound(t, hosts, [step])["collisions"]
+    assert found["two-level"] == []
+    assert found["hash"] and all(c["flows"] >= 2 and c["seconds"] > c["endpoint_seconds"] for c in found["hash"])

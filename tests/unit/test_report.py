@@ -153,9 +153,9 @@ def test_report_has_table_rows_and_every_plot(tmp_path):
     assert path == folder / "report.md"
     assert text.startswith("# syncbed experiment `bml-vs-ps`")
     # every failed check beside the result: the payload out of tolerance, the fidelity reason
-    assert ("| 1 | bcube(4,2) | bml | 16 | 4 | 20 | 1.600 | 1.570 | 1.02 | 1.571 | 0.98 | 0.800..1.000 | 8/8 | yes "
+    assert ("| 1 | bcube(4,2) | bml | 16 | 4 | 20 | 1.600 | 1.570 | – | 1.02 | 1.571 | 0.98 | 0.800..1.000 | 8/8 | yes "
             "| yes | payload measured/expected 0.800..1.000 outside 1 ± 0.03 | ok |" in text)
-    assert ("| 2 | fattree(4) | ps | 16 | 4 | 20 | 3.400 | 3.150 | 1.08 | – | – | 1.000..1.000 | 18/20 | yes | **NO** "
+    assert ("| 2 | fattree(4) | ps | 16 | 4 | 20 | 3.400 | 3.150 | – | 1.08 | – | – | 1.000..1.000 | 18/20 | yes | **NO** "
             "| ovs-vswitchd at 97% CPU (limit 90%) | ok |" in text)
     assert "ovs-vswitchd at 97% CPU (limit 90%)" in text
     assert "| 1 | level0 | 20 | 19.4 | 0.97 |" in text and "| 2 | agg-core | 20 | 19.4 | 0.97 |" in text
