@@ -30,9 +30,11 @@ import json
 import os
 import statistics
 import struct
+import sys
 import tempfile
 from pathlib import Path
 
+from emulation import timeline
 from emulation.expected import bound_seconds, expected_nic_bytes, expected_port_bytes, step_bound  # noqa: F401
 from emulation.linkprobe import MIN_R2
 from topologies.description import Topology
@@ -434,8 +436,23 @@ def measured_from_capture(topo: Topology, run_dir: Path, gradient_bytes: int, pc
                        "busy_mean_mbps": round(mean_busy, 3), "peak_ratio": round(peak / bw, 4),
                        "payload_bytes": int(series.sum())}
     return {"nics": nics, "ports": ports, "wire": wire, "switches_used": used, "busiest": busiest,
+            "rates": link_rates(counts, ifmap, topo),
             "packets": counts.packets_total, "background": other,
             "seconds": (counts.t_last - counts.t_first) if counts.t_first is not None else None}
+
+
+RATE_LINKS = 8  # link directions whose payload per SERIES_BIN the timeline shows (emulation/timeline.py)
+
+
+def link_rates(counts, ifmap: dict, topo: Topology, top: int = RATE_LINKS) -> dict | None:
+    """The `top` busiest switch-port directions' payload bytes per SERIES_BIN seconds, for the
+    timeline's counter tracks: {"t0": epoch of bin 0, "bin": seconds, "links": {"port:dir": [bytes]}}."""
+    if not counts.series:
+        return None
+    named = [(f"{ifmap[k[0]]}:{k[1]}", v) for k, v in counts.series.items() if ifmap.get(k[0]) in topo.intfs]
+    named.sort(key=lambda kv: (-int(kv[1].sum()), kv[0]))
+    return {"t0": counts.series_t0, "bin": SERIES_BIN,
+            "links": {name: [int(b) for b in v] for name, v in named[:top] if int(v.sum())}}
 
 
 def background_summary(topo: Topology, flows: list, meas: dict) -> dict:
@@ -629,6 +646,11 @@ def analyze_run(run_dir: Path) -> dict:
         rec["error"] = rec["error"] or f"only {times['complete_iters']} of {job['iters']} iterations completed"
     elif partial and rec["error"] and "iterations completed" not in rec["error"]:
         rec["error"] += f"; {times['complete_iters']} of {job['iters']} iterations completed"
+    try:  # the run's Chrome trace, timeline.json (emulation/timeline.py); it fails no verdict
+        timeline.write(run_dir)
+    except Exception as e:  # noqa: BLE001
+        print(f"syncbed: {run_dir.name}: timeline.json not written: {type(e).__name__}: {e}".splitlines()[0],
+              file=sys.stderr)
     return rec
 
 

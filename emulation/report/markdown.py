@@ -4,7 +4,8 @@
 (plots.py), then writes the sections in order: header (a failed experiment says so in the
 first line, with the reason), configuration, results (columns from columns.py), one
 section per paper whose algorithms ran (emulation/papers/), problems, fidelity, plots,
-how to read it. Every `md_*` returns a list of lines; none reads a file.
+each run's timeline.json (a Chrome trace, emulation/timeline.py), how to read it. Every
+`md_*` returns a list of lines; none reads a file.
 Usage: `python -m emulation.report FOLDER`.
 """
 from __future__ import annotations
@@ -17,6 +18,7 @@ from emulation import papers
 from emulation.report.columns import NA, fmt, results_table, table
 from emulation.report.load import RunData, load_run, load_summary, num, sync_seconds, worker_errors
 from emulation.report.plots import PLOTS_DIR, make_plots
+from emulation.timeline import FILE as TIMELINE_FILE
 
 
 def experiment_failed(summary: dict) -> bool:
@@ -148,6 +150,22 @@ def md_plots(plots: list[tuple[str, Path]], report_dir: Path) -> list[str]:
     return lines
 
 
+def md_timelines(timelines: list[tuple[str, str]]) -> list[str]:
+    """Each run's Chrome trace (`timeline.json`, emulation/timeline.py), linked, and how to open it."""
+    if not timelines:
+        return []
+    lines = ["## Timelines", "",
+             "Each run's `timeline.json` is a Chrome trace: open https://ui.perfetto.dev and choose "
+             "\"Open trace file\" (or load it in chrome://tracing). One process per rank: backward, sync and "
+             "the time between iterations on the thread \"iteration\", each step an executor logged (ring "
+             "steps, PS push/pull, gTop-k rounds, BML stages per tree, layer-wise groups and per-layer "
+             "backward) nested in its sync or on a thread of its own where it overlaps, sparsification and "
+             "merging where the executor logged their durations; the busiest links' captured rate as "
+             "counter tracks.", ""]
+    lines += [f"- {label}: [timeline.json]({path})" for label, path in timelines]
+    return lines + [""]
+
+
 def md_howto() -> list[str]:
     return ["## How to read this", "",
             "- **sync time** of an iteration = last rank holding the synchronized gradient minus last "
@@ -191,11 +209,13 @@ def write_report(folder: Path) -> Path:
     summary = load_summary(folder)
     runs = [load_run(folder, i, r) for i, r in enumerate(summary["runs"], start=1)]
     plots, plot_problems = make_plots(runs, folder / PLOTS_DIR)
+    timelines = [(rd.label, f"{rd.run['dir']}/{TIMELINE_FILE}") for rd in runs
+                 if rd.run.get("dir") and (folder / str(rd.run["dir"]) / TIMELINE_FILE).exists()]
     results, column_problems = md_results(runs)
     paper_sections, paper_problems = md_papers(summary)
     lines = (md_header(summary, runs) + md_configuration(summary, runs) + results + paper_sections
              + md_problems(runs, column_problems + paper_problems + plot_problems) + md_fidelity(runs)
-             + md_plots(plots, folder) + md_howto())
+             + md_plots(plots, folder) + md_timelines(timelines) + md_howto())
     path = folder / "report.md"
     path.write_text("\n".join(lines))
     return path

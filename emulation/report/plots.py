@@ -22,8 +22,9 @@ from matplotlib.colors import Normalize  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
+from emulation import timeline  # noqa: E402
 from emulation.report.load import (MB, RunData, bound_ratio, busy_switches, link_loads, nic_label,  # noqa: E402
-                                   num, rank_hosts, stage_events, sync_seconds)
+                                   num, rank_hosts, sync_seconds)
 from topologies.description import Topology  # noqa: E402
 
 PLOTS_DIR = "plots"
@@ -296,11 +297,17 @@ def plot_payload(rd: RunData, out: Path) -> Path | None:
     return save(fig, out / f"payload_{rd.slug}.png")
 
 
+def stage_slices(rd: RunData) -> list[dict]:
+    """The executors' stage events as timeline.json holds them (emulation/timeline.py `slices`,
+    each with its event's fields and its rank): the figures below and the trace draw the same spans."""
+    return [s for s in timeline.slices(rd.logs) if s["kind"] == "stage"]
+
+
 def plot_overlap(rd: RunData, out: Path) -> Path | None:
     """7. Layer-wise runs (MG-WFBP and its baselines): rank 0's last iteration, one row for
     backprop (each layer's backward, alternating shades) and one for communication (each
     group's all-reduce), so the overlap and the gaps are visible."""
-    events = [ev for ev in stage_events(rd) if ev.get("rank") == 0]
+    events = [ev for ev in stage_slices(rd) if ev.get("rank") == 0]
     if not any(ev.get("phase") == "backward" for ev in events):
         return None
     last = max(ev.get("iter") for ev in events if ev.get("phase") == "backward")
@@ -325,7 +332,7 @@ def plot_overlap(rd: RunData, out: Path) -> Path | None:
 
 def plot_timeline(rd: RunData, out: Path) -> Path | None:
     """6. Gantt chart of the last iteration's stages: one row per host NIC, colour = tree."""
-    events = [ev for ev in stage_events(rd) if ev.get("phase") != "backward"]  # backprop: plot_overlap
+    events = [ev for ev in stage_slices(rd) if ev.get("phase") != "backward"]  # backprop: plot_overlap
     if not events:
         return None
     last = max((ev.get("iter") for ev in events if isinstance(ev.get("iter"), (int, float))), default=None)
