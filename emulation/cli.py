@@ -185,6 +185,7 @@ def cmd_algos(args) -> int:
         print(f"{name:10} {a.summary}{on}")
         if a.options:
             print(f"{'':10} options: {a.option_help()}")
+        print(f"{'':10} accepts: {a.accepts_help()}")
     return 0
 
 

@@ -588,6 +588,9 @@ def prepare(req: Request, topo: Topology | None = None) -> Prepared:
     if workers < 1 or workers + servers > len(all_hosts):
         raise ValueError(f"{workers} workers + {servers} servers do not fit on {topo.name}, "
                          f"which has {len(all_hosts)} hosts")
+    why = algo.refusal(workers, servers, topo)  # what the algorithm declares it accepts
+    if why:
+        raise base.NotAccepted(why)
     layer_sizes, layers, model = _layers(req)
     _check_growth(req, name, raw, topo, workers, servers, layer_sizes, layers)
     hosts = place(topo, workers + servers, req.placement)
@@ -813,6 +816,12 @@ def prepare_all(a, measured: dict, log=print) -> list[Prepared]:
                 log(f"building {req.topo} ...")
                 built[req.topo] = simgrid_platform.indexed(spec.build(req.topo, bw=req.bw, ecmp=req.ecmp))
             preps.append(prepare(req, built[req.topo]))
+        except base.NotAccepted as e:  # a sweep skips (and names) the sizes an algorithm does not take
+            if len(a.topo) < 2:
+                raise
+            log(f"skipping {req.topo} {req.algo}: {e}")
+            a.skipped.append({"topology": req.topo, "algo_spec": req.algo, "model": req.model or f"synthetic,mb={req.mb:g}",
+                              "why": str(e)})
         except TooLarge as e:
             if not a.skip_too_large:
                 raise

@@ -233,21 +233,29 @@ def test_registry_knows_bml():
     (lambda: ctx(3, 2, 100, workers=8), r"BCube\(3,2\) has 9 servers but workers=8"),
     (lambda: base.PlanContext(workers=4, layer_sizes=(100,), topology=spec.build("bcube,n=3,k=2")),
      r"BCube\(3,2\) has 9 servers but workers=4"),
-    (lambda: ctx(1, 2, 100, workers=1), r"not a BCube: need n >= 2"),
-    (lambda: ctx(2, 0, 100, workers=1), r"not a BCube: need n >= 2 .* k >= 1"),
+    (lambda: ctx(1, 2, 100, workers=2), r"not a BCube: need n >= 2"),
+    (lambda: ctx(2, 0, 100, workers=2), r"not a BCube: need n >= 2 .* k >= 1"),
     (lambda: ctx(2, 2, 100, options={"n": 2, "k": 2, "trees": 3}), r"unknown option\(s\) trees; valid: n, k"),
     (lambda: ctx(2, 2, 100, options={"n": "two", "k": 2}), r"option n must be an integer"),
     (lambda: base.PlanContext(workers=9, layer_sizes=(100,), topology=spec.build("bcube,n=3,k=2"),
                               options={"n": 4}), r"option n=4 contradicts the topology bcube\(3,2\)"),
     (lambda: base.PlanContext(workers=4, layer_sizes=(100,), topology=spec.build("bcube,n=2,k=2"),
                               hosts=("h00", "h10", "h01", "h11")), r"rank r must run on server r.*rank 1 is on h10"),
-    (lambda: ctx(2, 2, 100, servers=2), r"does not use dedicated servers|uses no dedicated servers"),
 ])
 def test_bad_input_is_rejected_in_one_line(make_ctx, pattern):
     for call in (lambda c: base.plan_for("bml", c), lambda c: bml.plan(c)):
         with pytest.raises(ValueError, match=pattern) as err:
             call(make_ctx())
         assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("make_ctx,pattern", [
+    (lambda: ctx(2, 2, 100, servers=2), r"^bml does not use dedicated servers \(servers=2\); only .*ps.* do$"),
+    (lambda: ctx(2, 2, 100, workers=1), r"^bml does not run with 1 workers; valid: n\^k of its BCube\(n,k\)"),
+])
+def test_what_bml_declares_it_accepts_is_refused_in_one_line(make_ctx, pattern):
+    with pytest.raises(base.NotAccepted, match=pattern):
+        base.plan_for("bml", make_ctx())
 
 
 # --- the executor against in-process fake groups ------------------------------------------

@@ -319,6 +319,8 @@ def test_algos_lists_the_registry(cli):
     assert names == sorted(base.registry())
     assert {"bml", "gloo", "ps", "ring", "topk", "gtopk"} <= set(names)
     assert "(on bcube)" in out.splitlines()[0]
+    # what each accepts, from its declaration (base.Algorithm.accepts_help)
+    assert f"{'':10} accepts: workers a power of two (1, 2, 4, 8, ...), no dedicated servers, any topology" in out
 
 
 def test_clean_refuses_while_another_run_holds_the_lock(cli):

@@ -154,6 +154,34 @@ def test_bad_context_is_one_line_value_error():
         base.plan_for("ps", base.PlanContext(workers=2, layer_sizes=(10, 0)))
 
 
+def test_an_algorithm_declares_the_worker_counts_it_takes_and_is_refused_in_one_line(monkeypatch):
+    """The declaration alone (`workers=base.POWERS_OF_TWO`) is what a new algorithm writes:
+    check_context refuses other counts with one line naming the nearest valid ones."""
+    ring = base.get("ring")
+    pow2 = base.Algorithm(name="_pow2", summary="test only", plan=ring.plan, traffic=ring.traffic,
+                          execute=ring.execute, validate=ring.validate, options=ring.options,
+                          workers=base.POWERS_OF_TWO)
+    monkeypatch.setitem(base.registry(), "_pow2", pow2)
+    assert [p for p in range(1, 33) if pow2.refusal(p) is None] == [1, 2, 4, 8, 16, 32]
+    with pytest.raises(base.NotAccepted) as err:
+        base.plan_for("_pow2", ctx(12, 100))
+    assert str(err.value) == "_pow2 does not run with 12 workers; valid: a power of two (1, 2, 4, 8, ...), e.g. 8 or 16"
+    assert base.plan_for("_pow2", ctx(16, 100))[1]["workers"] == 16
+    # servers and topology kinds go through the same one line
+    assert "does not use dedicated servers" in pow2.refusal(4, 2)
+    assert base.get("bml").refusal(9, 0, build_topology("fattree,k=4")) == "bml runs on bcube only, not fattree(4)"
+    assert base.get("bml").refusal(1) == ("bml does not run with 1 workers; valid: n^k of its BCube(n,k), one per "
+                                          "server (any count >= 2), e.g. 2")
+    assert base.get("ps").refusal(7, 3) is None and base.ANY_COUNT.ok(1) and not base.ANY_COUNT.ok(0)
+    assert "workers a power of two" in pow2.accepts_help() and "any topology" in pow2.accepts_help()
+
+
+def build_topology(spec):
+    from topologies.spec import build
+
+    return build(spec)
+
+
 def test_merge_flows_sums_per_pair_and_drops_empty():
     flows = [base.Flow(0, 1, 0, 5), base.Flow(0, 1, 0, 7), base.Flow(1, 0, 1, 0), base.Flow(1, 0, 0, 2)]
     assert base.merge_flows(flows) == [base.Flow(0, 1, 0, 12, 2), base.Flow(1, 0, 0, 2, 1)]

@@ -20,6 +20,11 @@ Algorithm(...)`. It has two halves (docs/STYLE.md: plan in pure functions, execu
 - `data_dependent`: the bytes of an iteration depend on the gradients (sparsification);
   the expected bytes then come from what the ranks handed to `Comm` in that iteration
   (logged per iteration), not from `traffic(plan)`, which stays the plan's estimate.
+- what it accepts, declared once: `workers` (a `Counts`: the worker counts it runs with, e.g.
+  `POWERS_OF_TWO`; default any count >= 1), `uses_servers` (dedicated server ranks) and
+  `topologies` (kinds; () = any). `Algorithm.refusal` says in one line what is wrong and
+  what is valid; `check_context` refuses with it, and the registry-wide tests, the
+  projection's sweeps and `syncbed algos` read the same declaration.
 - `needs`: measured inputs the planner reads (`"link"`: the all-reduce cost model a, b;
   `"backward"`: per-layer backward times; `"background"`: the rates of the run's background
   flows, measured once they run, in `PlanContext.background`). Planning happens once with provisional values
@@ -148,6 +153,30 @@ def number(lo: float | None = None, hi: float | None = None, *, integer: bool = 
     return convert
 
 
+class NotAccepted(ValueError):
+    """An algorithm does not take this worker count, server count or topology kind
+    (`Algorithm.refusal`): a sweep may skip the case where any other bad input is an error."""
+
+
+@dataclass(frozen=True)
+class Counts:
+    """The worker counts an algorithm accepts: `ok(P)`, and what is valid in words (shown
+    in the refusal line and by `syncbed algos`)."""
+
+    ok: Callable[[int], bool]
+    valid: str
+
+    def near(self, p: int, reach: int = 64) -> list[int]:
+        """The accepted counts nearest to `p` below and above it (within `reach`), for the refusal line."""
+        below = next((q for q in range(p - 1, max(0, p - reach), -1) if self.ok(q)), None)
+        above = next((q for q in range(p + 1, p + reach) if self.ok(q)), None)
+        return [q for q in (below, above) if q is not None]
+
+
+ANY_COUNT = Counts(lambda p: p >= 1, "any count >= 1")
+POWERS_OF_TWO = Counts(lambda p: p >= 1 and p & (p - 1) == 0, "a power of two (1, 2, 4, 8, ...)")
+
+
 @dataclass
 class SyncState:
     """One rank's state across the iterations of a run (PyTorch's PowerSGDState in spirit).
@@ -184,6 +213,7 @@ class Algorithm:
     groups: Callable[[dict], list] = lambda plan: []
     topologies: tuple = ()  # topology kinds it runs on; () = any
     uses_servers: bool = False  # accepts ctx.servers > 0
+    workers: Counts = ANY_COUNT  # worker counts it runs with (`refusal`)
     phases: Callable[[dict], list] | None = None  # [[Flow]] in order; None: [traffic(plan)]
     options: dict = field(default_factory=dict)  # name -> Option
     reference: Callable | None = None  # (plan, inputs, memory) -> Tensor; None: the dense sum
@@ -202,6 +232,29 @@ class Algorithm:
         """Sequential message rounds per step (`rounds`, else 1 each): the latency term."""
         return list(self.rounds(plan)) if self.rounds else [1] * len(self.steps(plan))
 
+    def refusal(self, workers: int, servers: int = 0, topology=None) -> str | None:
+        """Why it does not run with `workers` workers and `servers` dedicated servers on
+        `topology` (its kind), in one line saying what is valid; None when it does."""
+        if workers < 1:
+            return f"{self.name}: need at least 1 worker, got {workers}"
+        if not self.workers.ok(workers):
+            near = " or ".join(map(str, self.workers.near(workers)))
+            return (f"{self.name} does not run with {workers} workers; valid: {self.workers.valid}"
+                    + (f", e.g. {near}" if near else ""))
+        if servers and not self.uses_servers:
+            return (f"{self.name} does not use dedicated servers (servers={servers}); only "
+                    f"{', '.join(a for a, v in registry().items() if v.uses_servers)} do")
+        kind = getattr(topology, "kind", None)
+        if self.topologies and kind is not None and kind not in self.topologies:
+            return f"{self.name} runs on {' or '.join(self.topologies)} only, not {topology.name}"
+        return None
+
+    def accepts_help(self) -> str:
+        """What it accepts, for `syncbed algos`."""
+        return ", ".join([f"workers {self.workers.valid}",
+                          "dedicated servers" if self.uses_servers else "no dedicated servers",
+                          f"{' or '.join(self.topologies)} only" if self.topologies else "any topology"])
+
     def parse_options(self, raw: dict) -> dict:
         """Typed options with defaults filled in; unknown names refused, listing the valid ones."""
         raw = raw or {}
@@ -219,16 +272,11 @@ def check_context(algo: Algorithm, ctx: PlanContext) -> PlanContext:
     """Shared input checks, then the algorithm's own; raise ValueError with one line.
 
     Returns the context with typed options (defaults filled in), which is what `plan` gets."""
-    if ctx.workers < 1:
-        raise ValueError(f"{algo.name}: need at least 1 worker, got {ctx.workers}")
+    why = algo.refusal(ctx.workers, ctx.servers, ctx.topology)
+    if why:
+        raise NotAccepted(why)
     if not ctx.layer_sizes or any(int(s) <= 0 for s in ctx.layer_sizes):
         raise ValueError(f"{algo.name}: layer sizes must be positive element counts")
-    if ctx.servers and not algo.uses_servers:
-        raise ValueError(f"{algo.name} does not use dedicated servers (servers={ctx.servers}); only "
-                         f"{', '.join(a for a, v in registry().items() if v.uses_servers)} do")
-    kind = getattr(ctx.topology, "kind", None)
-    if algo.topologies and kind is not None and kind not in algo.topologies:
-        raise ValueError(f"{algo.name} runs on {' or '.join(algo.topologies)} only, not {ctx.topology.name}")
     if ctx.layers and tuple(int(l[1]) for l in ctx.layers) != tuple(int(s) for s in ctx.layer_sizes):
         raise ValueError(f"{algo.name}: layers and layer_sizes disagree")
     ctx = dataclasses.replace(ctx, options=algo.parse_options(ctx.options))

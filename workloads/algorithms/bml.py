@@ -46,7 +46,8 @@ from functools import lru_cache
 import torch
 
 from topologies.bcube import digit, digits, neighbour, switch_name
-from workloads.algorithms.base import DTYPE_BYTES, Algorithm, Flow, GroupSpec, Option, check_options, merge_flows, split
+from workloads.algorithms.base import (DTYPE_BYTES, Algorithm, Counts, Flow, GroupSpec, Option, check_options,
+                                      merge_flows, split)
 from workloads.gradients import as_flat
 
 OPTIONS = ("n", "k")  # BCube shape for localhost runs without a topology
@@ -97,9 +98,7 @@ def shape(ctx) -> tuple[int, int]:
 
 
 def validate(ctx) -> None:
-    n, k = shape(ctx)
-    if ctx.servers:
-        raise ValueError(f"bml uses no dedicated servers (servers={ctx.servers}); every BCube server is a worker")
+    n, k = shape(ctx)  # dedicated servers and counts below 2: refused by the declaration (ALGORITHM)
     if ctx.workers != n**k:
         raise ValueError(f"bml: BCube({n},{k}) has {n**k} servers but workers={ctx.workers}; "
                          f"BML runs one worker per server (rank r = server r), so set workers={n**k}")
@@ -298,6 +297,8 @@ ALGORITHM = Algorithm(
     summary="BML on BCube(n,k): k sync trees, k aggregation + k broadcast stages, one NIC per tree per stage",
     plan=plan, traffic=traffic, execute=execute, validate=validate, groups=groups,
     topologies=("bcube",), phases=phases,
+    # one worker per server: N = n^k (validate checks it against the BCube); any N >= 2 is BCube(N,1)
+    workers=Counts(lambda p: p >= 2, "n^k of its BCube(n,k), one per server (any count >= 2)"),
     # n and k are for localhost runs without a topology; shape() checks them against it
     options={"n": Option(None, _from_spec, "an integer >= 2 (ports per switch)"),
              "k": Option(None, _from_spec, "an integer >= 1 (levels)")},
