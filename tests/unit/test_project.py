@@ -307,6 +307,7 @@ def test_unsimulable_and_too_large_are_refused_in_one_line():
     (["experiments/nope.yaml"], "does not exist"),
     (["--topo", "fattree,k=4", "--algo", "ring", "--max-memory-gb", "0.001"], "GiB available"),
     (["--topo", "fattree,k=4", "--algo", "bml"], "bml runs on bcube only"),
+    (["--topo", "bcube,n=3,k=2", "--algo", "hd"], "hd does not run with 9 workers; valid: a power of two"),
     (["--topo", "fattree,k=4", "--algo", "ring", "--workers", "17"], "do not fit"),
     (["--topo", "torus,k=4", "--algo", "ring"], "unknown topology"),
     # refused from the closed form, before building (the description alone is ~19 GiB)
@@ -392,6 +393,17 @@ def test_a_sweep_may_skip_what_is_too_large_and_names_it(capsys, tmp_path):
     assert "## Not simulated" in (tmp_path / "out" / "report.md").read_text()
 
 
+def test_a_sweep_skips_the_sizes_an_algorithm_does_not_take_and_names_them(capsys, tmp_path):
+    assert project.main(["--topo", "fattree,k=2", "--topo", "bcube,n=3,k=2", "--algo", "hd,ring", "--mb", "1",
+                         "--bw", "20", "--out", str(tmp_path)]) == 0
+    assert "skipping bcube,n=3,k=2 hd: hd does not run with 9 workers" in capsys.readouterr().out
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert [(r["topology"], r["algo_spec"]) for r in summary["runs"]] == [
+        ("fattree(2)", "hd"), ("fattree(2)", "ring"), ("bcube(3,2)", "ring")]
+    assert [(k["topology"], k["algo_spec"]) for k in summary["skipped"]] == [("bcube,n=3,k=2", "hd")]
+    assert "valid: a power of two" in summary["skipped"][0]["why"]
+
+
 def test_growth_is_checked_before_planning_thousands():
     # PS on 1024 workers: 16 and 32 give 240 and 992 flows per sync (P^2.05): about 1M
     # flows, refused from the small plans alone (the full plan would be gigabytes)
@@ -422,9 +434,10 @@ def test_every_algorithm_has_one_round_count_per_step(name):
     algo = base.get(name)
     spec = "bcube,n=3,k=2" if algo.topologies == ("bcube",) else "fattree,k=4"
     topo = build(spec, bw=20)
-    hosts = topo.hosts()[:9]
+    workers = max(p for p in range(1, 10) if algo.refusal(p) is None)  # 9, or the most below it it accepts
+    hosts = topo.hosts()[:workers]
     raw = {"density": 0.01} if "density" in algo.options else {}
-    ctx = base.PlanContext(workers=9, layer_sizes=(3000, 5000), layers=(("a", 3000, 0.01), ("b", 5000, 0.01)),
+    ctx = base.PlanContext(workers=workers, layer_sizes=(3000, 5000), layers=(("a", 3000, 0.01), ("b", 5000, 0.01)),
                            nics=len(topo.host_nics(hosts[0])), topology=topo, hosts=tuple(hosts), options=raw)
     a, plan = base.plan_for(name, ctx)
     rounds = a.step_rounds(plan)
