@@ -264,6 +264,28 @@ def cmd_analyze(args) -> int:
     return 0
 
 
+def cmd_keep(args) -> int:
+    from emulation import analysis
+
+    dest = Path(args.dest)
+    if dest.exists() and any(dest.iterdir()):
+        print(f"syncbed: {dest} exists and is not empty; keep copies into a new folder", file=sys.stderr)
+        return 2
+    try:
+        analysis.keep_copy(Path(args.dir), dest)
+    except analysis.NotARunFolder as e:
+        print(f"syncbed: {e}", file=sys.stderr)
+        return 2
+    print(f"kept {args.dir} -> {dest} (no pcaps; `syncbed analyze {dest}` redoes every verdict)")
+    return 0
+
+
+def cmd_docs(args) -> int:
+    from emulation.report import docs
+
+    return docs.main(["--check"] if args.check else [])
+
+
 def cmd_clean(args) -> int:
     from emulation.state import Lock, LockedError, cleanup
 
@@ -298,7 +320,7 @@ SECONDS = _typed(float, "a number of seconds > 0")
 
 def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="syncbed", description=__doc__.split("\n")[0])
-    sub = p.add_subparsers(dest="cmd", required=True, metavar="{run,topo,algos,analyze,project,clean}")
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="{run,topo,algos,analyze,keep,docs,project,clean}")
     r = sub.add_parser("run", help="run an experiment (YAML file and/or options)")
     r.add_argument("experiment", nargs="?", help="experiment YAML (experiments/*.yaml)")
     r.add_argument("--name")
@@ -338,6 +360,13 @@ def build_parser() -> argparse.ArgumentParser:
     z = sub.add_parser("analyze", help="re-analyse a results folder")
     z.add_argument("dir")
     z.set_defaults(fn=cmd_analyze)
+    k = sub.add_parser("keep", help="copy a results folder without its pcaps, still analysable (docs/results)")
+    k.add_argument("dir")
+    k.add_argument("dest")
+    k.set_defaults(fn=cmd_keep)
+    d = sub.add_parser("docs", help="regenerate every table of measured numbers in docs/ from docs/results")
+    d.add_argument("--check", action="store_true", help="write nothing; exit 1 naming each table that differs")
+    d.set_defaults(fn=cmd_docs)
     sub.add_parser("project", add_help=False,  # main() hands its arguments to emulation.project.main
                    help="simulate the same plans in SimGrid, at any size (syncbed project --help)")
     c = sub.add_parser("clean", help="remove what a crashed run left behind")
