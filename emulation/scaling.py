@@ -22,12 +22,21 @@ from emulation.report.load import compress_seconds
 
 
 def collect(folders) -> list[dict]:
-    rows = []
+    summaries = {}
     for folder in folders:
         path = Path(folder) / "summary.json"
         if not path.is_file():
             raise ValueError(f"{folder} has no summary.json: give results folders of syncbed run")
-        for run in json.loads(path.read_text()).get("runs", []):
+        summaries[str(folder)] = json.loads(path.read_text())
+    return rows_of(summaries)
+
+
+def rows_of(summaries: dict) -> list[dict]:
+    """The scaling rows of parsed summaries (folder -> summary.json content), pure: one row
+    per successful run with iteration times, sorted by model, algorithm and workers."""
+    rows = []
+    for folder, summary in summaries.items():
+        for run in summary.get("runs", []):
             if run.get("status") != "ok" or not run.get("iteration_seconds"):
                 continue
             iters = max(1, run.get("syncs_counted") or (run["iters"] + run.get("warmup", 0)))
