@@ -210,6 +210,10 @@ def test_gloo_framing_is_one_constant_whichever_side_posts_first(tmp_path, mode)
         pytest.skip("/proc/self/io is not readable here")
     res = spawn_ranks(2, _framing_child, lambda r: (r, str(tmp_path / "store"), mode), timeout_s=60)
     assert (res[0] + res[1] - 200 * 12) / 200 == base.GLOO_FRAMING_BYTES
+    # each side's share, which the expected bytes
+    # lay on that side's route (the receiver's notification travels back to the sender)
+    assert (res[0] - 200 * 12) / 200 == base.GLOO_SEND_FRAMING_BYTES == 96
+    assert res[1] / 200 == base.GLOO_NOTIFY_BYTES == 48
 
 
 def test_only_oracle_ranks_check_and_the_others_log_a_digest_the_analysis_compares(tmp_path):
