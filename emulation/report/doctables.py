@@ -700,6 +700,26 @@ def bml_jct_spread(data: dict) -> list[str]:
                   "sync BML / PS median (range)", "1/k", "faithful per run"], rows) + ([""] + notes if notes else [])
 
 
+BML_TRAINING = ("train-lenet5-digits", "train-lenet5-digits-r2")
+
+
+def bml_training(data: dict) -> list[str]:
+    """LeNet-5 trained on digits, BML on BCube(3,2) against PS on Fat-Tree k=4, per run."""
+    rows, notes = [], []
+    for folder in BML_TRAINING:
+        runs = runs_of(data, f"{folder}/summary.json")
+        b, p = find(runs, folder, algorithm="bml"), find(runs, folder, algorithm="ps")
+        acc = lambda r: (r.get("training") or {}).get("accuracy") or [None]  # noqa: E731
+        rows.append([f"`{folder}`", f"{fmt(b.get('jct_seconds'), '.1f')} / {fmt(p.get('jct_seconds'), '.1f')}",
+                     pct(1 - b["jct_seconds"] / p["jct_seconds"]),
+                     f"{fmt(common.sync_s(b), '.3f')} / {fmt(common.sync_s(p), '.3f')}",
+                     f"{pct(acc(b)[-1])} / {pct(acc(p)[-1])}", f"BML {verdict(b)}, PS {verdict(p)}"])
+        notes += [f"- `{folder}` {r['algorithm']}: not faithful: {reasons(r)}" for r in (b, p)
+                  if r.get("faithful") is False]
+    return table(["results folder", "JCT BML / PS s", "JCT reduction", "sync BML / PS s",
+                  "held-out accuracy (last) BML / PS", "faithful"], rows) + ([""] + notes if notes else [])
+
+
 BML_STATED_MBPS = (100, 400, 1000, 10000)  # real link rates the sensitivity table states
 
 
@@ -1069,6 +1089,7 @@ TABLES = {t.id: t for t in [
     Table("dfs-headline", (DFS,), dfs_headline),
     Table("fidelity-bounds", tuple(f"{f}/summary.json" for f in FIDELITY_FOLDERS), fidelity_bounds),
     Table("bml-summary", tuple(f"{f}/summary.json" for f in BML_FOLDERS + BML_REPEATS), bml_summary),
+    Table("bml-training", tuple(f"{f}/summary.json" for f in BML_TRAINING), bml_training),
     Table("bml-jct-spread", tuple(f"{f}/summary.json" for f in BML_FOLDERS + BML_REPEATS), bml_jct_spread),
     Table("bml-jct-sensitivity", tuple(f"{f}/summary.json" for f in BML_FOLDERS + BML_REPEATS), bml_jct_sensitivity),
     Table("results-index", tuple(f"{f}/summary.json" for fs in RESULTS_INDEX.values() for f in fs), results_index),
