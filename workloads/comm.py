@@ -76,6 +76,21 @@ class Comm:
                                  nics[spec.nic], self.timeout_s)
                 self._groups[spec.id] = (pg, ranks)
 
+    @classmethod
+    def over(cls, process_group, sink: Callable[[dict], None] | None = None, timeout_s: float = 120.0) -> "Comm":
+        """A Comm whose NIC 0 is an existing process group (one that torch.distributed or DDP
+        already made, e.g. `dist.group.WORLD`): ranks are that group's ranks, no other group and
+        no store are made, and every byte is counted as in any Comm (workloads/ddp_hooks.py).
+        `group(id)` and `store_barrier` are not available on it."""
+        self = cls.__new__(cls)
+        self.rank, self.world = int(process_group.rank()), int(process_group.size())
+        self.nics, self.timeout_s, self.store = ["(process group)"], float(timeout_s), None
+        self.sink, self.events, self.iteration = sink, [], None
+        self.sent, self.messages = {}, {}
+        self._lock = threading.Lock()
+        self._nic_pgs, self._groups = [process_group], {}
+        return self
+
     # --- groups -------------------------------------------------------------------------
     def nic(self, l: int = 0) -> ProcessGroupGloo:
         """The group over all world ranks bound to NIC `l` (group rank = global rank)."""
