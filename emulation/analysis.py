@@ -75,6 +75,16 @@ def logged_flows(log_dir: Path, syncs: int, logs: dict | None = None) -> list:
     return base.merge_flows(flows)
 
 
+def ddp_flows(job: dict, logs: dict, syncs: int) -> list:
+    """A DDP run's expected flows over iterations 0..syncs-1: the algorithm's closed form for each
+    bucket rank 0 logged (`observed.buckets`, element counts), summed (workloads/ddp_hooks.py)."""
+    from workloads import ddp_hooks  # noqa: PLC0415
+
+    buckets = [n for ev in logs.get(0, []) if ev.get("event") == "iter" and ev.get("iter", syncs) < syncs
+               for n in (ev.get("observed") or {}).get("buckets", [])]
+    return ddp_hooks.closed_form(job.get("algo_spec") or job["algorithm"], job["world"], buckets)
+
+
 def sync_times(log_dir: Path, workers: int, logs: dict | None = None) -> dict:
     """Per-iteration sync and iteration times from the worker logs (warmup excluded)."""
     per_iter: dict[int, list] = {}
@@ -524,8 +534,10 @@ def analyze_run(run_dir: Path) -> dict:
     syncs = min(planned, times["complete_syncs"])
     partial = syncs < planned
     flows = algo.traffic(job["plan"])
-    if algo.data_dependent:  # the bytes are what the ranks logged they sent, iteration by iteration
-        logged = logged_flows(run_dir / "workers", syncs, logs)
+    ddp = bool(job.get("ddp"))  # a DDP model with the algorithm as its hook: one plan per bucket
+    if algo.data_dependent or ddp:  # the bytes are what the ranks logged they sent, iteration by iteration
+        logged = (logged_flows(run_dir / "workers", syncs, logs) if algo.data_dependent
+                  else ddp_flows(job, logs, syncs))  # DDP: the closed form over the buckets each step logged
         expected = expected_nic_bytes(topo, hosts, logged, 1)
         ports_expected = expected_port_bytes(topo, hosts, logged, 1)
         per_sync = {k: {d: v[d] / max(syncs, 1) for d in v} for k, v in expected.items()}
@@ -563,7 +575,9 @@ def analyze_run(run_dir: Path) -> dict:
         "median_sync_seconds": statistics.median(times["sync_seconds"]) if times["sync_seconds"] else None,
         "bound_seconds": bound_seconds(topo, ports_sync),
         "bound_nonblocking_seconds": bound_seconds(topo, per_sync),
-        **simulated_times(topo, hosts, algo, job["plan"], job.get("background")),
+        **(simulated_times(topo, hosts, algo, job["plan"], job.get("background")) if not ddp else
+           {"simulated_seconds": None, "simulated_iteration_seconds": None,
+            "simulated_note": "a DDP run syncs bucket by bucket during backprop; its whole-model plan is not what ran"}),
         "payload_bytes_expected": expected,
         "framing_bytes_per_sync": sum(f.messages for f in flows) * base.GLOO_FRAMING_BYTES,
         "data_bytes_per_sync": sum(f.bytes for f in flows),
@@ -575,7 +589,7 @@ def analyze_run(run_dir: Path) -> dict:
         "algo_spec": job.get("algo_spec", job["algorithm"]), "data_dependent": algo.data_dependent,
         **algo.describe(job["plan"]),
     }
-    if not algo.data_dependent:  # the plan's steps are its bytes (logged flows have no steps)
+    if not algo.data_dependent and not ddp:  # the plan's steps are its bytes (logged flows have no steps)
         sb = step_bound(topo, hosts, algo.steps(job["plan"]))
         rec.update(bound_step_seconds=sb["seconds"], bound_steps=sb["steps"],
                    collisions={"count": len(sb["collisions"]), "first": sb["collisions"][:5]})

@@ -72,6 +72,10 @@ class RunConfig:
     check_iters: int | None = None  # training: iterations checked against the oracle (None: all)
     eval_every: int = 1  # training: rank 0 evaluates the held-out split every eval_every iterations
     target_accuracy: float | None = None  # training: report the time and iterations to reach it
+    # a user's DistributedDataParallel script with the algorithm as its communication hook
+    # (workloads/ddp_hooks.py, workloads/ddp_worker.py); needs train: true
+    ddp: bool = False
+    bucket_mb: float = 25.0  # ddp: DDP's bucket_cap_mb (25: DDP's default)
 
     def models(self) -> list[str]:
         return [self.model] if isinstance(self.model, str) else list(self.model)
@@ -187,6 +191,8 @@ def validate(cfg: RunConfig) -> list[PlannedRun]:
 
     if cfg.train:
         _check_training(cfg, models.TRAIN_MODELS)
+    if cfg.ddp:
+        _check_ddp(cfg)
     if not cfg.models():
         raise ValueError("no model given; valid: " + ", ".join(models.valid_specs()))
     loaded = []
@@ -304,6 +310,30 @@ def _check_training(cfg: RunConfig, train_models) -> None:
     t = cfg.target_accuracy
     if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t <= 1):
         raise ValueError(f"target_accuracy={t!r} is invalid: must be a fraction in (0, 1]")
+
+
+def _check_ddp(cfg: RunConfig) -> None:
+    """ddp: true trains the model with DDP and the algorithm as its hook: real training, no
+    dedicated servers, every algorithm one that can be a hook (workloads/ddp_hooks.py)."""
+    from workloads import ddp_hooks  # noqa: PLC0415
+
+    if not isinstance(cfg.ddp, bool):
+        raise ValueError(f"ddp={cfg.ddp!r} is invalid: must be true or false")
+    if not cfg.train:
+        raise ValueError("ddp: true trains a real model with DistributedDataParallel: set train: true "
+                         "(model resnet20 or lenet5)")
+    if cfg.servers:
+        raise ValueError(f"ddp: every rank is a DDP replica; servers={cfg.servers} is invalid (use 0)")
+    b = cfg.bucket_mb
+    if isinstance(b, bool) or not isinstance(b, (int, float)) or not b > 0:
+        raise ValueError(f"bucket_mb={b!r} is invalid: must be a number of MiB > 0 (DDP's bucket_cap_mb)")
+    for _, algos in cfg.matrix():
+        for name, _ in algos:
+            why = ddp_hooks.not_a_hook(name) or ("gloo under DDP is DDP's own all-reduce: its bytes are Gloo's, "
+                                                 "not counted by a hook" if name == "gloo" else None)
+            if why:
+                raise ValueError(f"ddp: {name} cannot be a DDP hook: {why}; hooks: "
+                                 f"{', '.join(h for h in ddp_hooks.hooks() if h != 'gloo')}")
 
 
 def _check_numbers(cfg: RunConfig) -> None:

@@ -41,6 +41,7 @@ def write_job(run, cfg, run_dir: Path, groups: list) -> Path:
         "train": bool(cfg.train), "lr": cfg.lr, "batch": cfg.batch, "sparsity": cfg.sparsity,
         **({"train_model": run.model.spec, "check_iters": cfg.check_iters, "eval_every": cfg.eval_every,
             "target_accuracy": cfg.target_accuracy} if cfg.train else {}),
+        **({"ddp": True, "bucket_mb": float(cfg.bucket_mb)} if getattr(cfg, "ddp", False) else {}),
         "background": list(getattr(run, "background", None) or []),  # flows the analysis keeps apart
     }
     algo = base.get(run.algorithm)

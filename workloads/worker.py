@@ -31,6 +31,10 @@ either, so the check stops at N for good. Every replica still applies the synchr
 result, so the model stays identical on every rank: each worker rank ends with a `trained`
 event holding its parameters' SHA-1. Rank 0 evaluates the held-out split after iteration
 0, every `eval_every`-th (default 1) and the last, in `train` events (`loss`, `accuracy`).
+
+DDP (`"ddp": true`, workloads/ddp_worker.py): the rank trains `train_model` as a user's
+DistributedDataParallel script would, with the algorithm registered as its communication
+hook (workloads/ddp_hooks.py) over this rank's NIC 0 group; same events, same oracle.
 """
 from __future__ import annotations
 
@@ -131,6 +135,10 @@ def host_name(nic0: str) -> str:
 
 
 def run(job: dict, rank: int, nics: list, log: EventLog) -> None:
+    if job.get("ddp"):  # a DistributedDataParallel model with the algorithm as its hook
+        from workloads.ddp_worker import run_ddp  # noqa: PLC0415
+
+        return run_ddp(job, rank, nics, log)
     import torch  # after GLOO_SOCKET_IFNAME is set (main), before any Gloo device exists
 
     from workloads.algorithms import base

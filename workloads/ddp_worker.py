@@ -1,0 +1,188 @@
+"""One rank of a DDP job (`"ddp": true` in job.json): a user's DistributedDataParallel training
+with a syncbed hook, run inside a Mininet host and logged like any syncbed worker.
+
+workloads/worker.py hands a job with `"ddp": true` to `run_ddp`. It trains `train_model`
+(`resnet20` or `lenet5`) on scikit-learn's digits (`models.DigitsTrainer`'s data, sharding and
+initialisation) as a plain DDP script would: `DistributedDataParallel(net)` with a
+`ProcessGroup` over the rank's NIC 0 Gloo group (`ddp_hooks.process_group`), the algorithm as
+its communication hook (`ddp_hooks.hook(algo_spec, comm=...)`, the worker's own `Comm`, so
+every byte leaves through the host's NIC 0 and is counted and logged), forward, backward,
+plain SGD (`lr`, `lr_milestones`, `lr_gamma`). `bucket_mb` is DDP's `bucket_cap_mb`
+(default 25, DDP's own); `ddp_overlap` (default true) runs the hook on a communication thread
+so backward keeps computing while buckets are sent, as DDP's all-reduce does.
+
+What stays out of the measurement: DDP's construction (a parameter check and a broadcast of
+rank 0's parameters over the group) and two priming steps (DDP rebuilds its buckets after the
+first step and broadcasts the new layout from rank 0 in the second), all before the rank logs
+`connected`, which the runner waits for before it starts the capture. The priming steps run
+in eval mode (BatchNorm's statistics untouched), apply nothing, and the hook's state is reset
+after them. `broadcast_buffers=False`: no per-step buffer broadcast (each rank keeps its
+BatchNorm statistics, as syncbed's training mode does), so every captured byte is the hook's.
+
+Per iteration the `iter` event is the worker's: `t_start` (forward begins), `t_ready` (DDP
+handed over the last bucket: the whole gradient exists), `t_done` (backward returned: every
+bucket synchronized), `sent` (what this rank handed to `Comm.send`), and in `observed` the
+buckets' element counts (`buckets`) and whether the bytes each bucket sent equal the
+algorithm's closed form for its size (`closed_form`: true; data-dependent algorithms: never
+more). The analysis lays `ddp_hooks.closed_form` over the logged buckets onto the routes and
+checks the capture against it (data-dependent algorithms: the logged sends). The oracle: each
+rank keeps one `DigitsTrainer` replica per worker (as the training mode does), computes every
+worker's gradient for the first `check_iters` iterations (null: all), and checks the hook's
+averaged gradient, bucket by bucket, against `ddp_hooks.BucketOracle` (the algorithm's
+reference with every rank's residual per parameter); replicas copy the DDP model's parameters
+after each step, so they stay identical.
+"""
+from __future__ import annotations
+
+import hashlib
+import time
+
+
+def run_ddp(job: dict, rank: int, nics: list, log) -> None:
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    from workloads import ddp_hooks
+    from workloads.algorithms import base
+    from workloads.comm import Comm
+    from workloads.models import DigitsTrainer
+    from workloads.training import DataParallelDigits
+    from workloads.worker import CRASH_EXIT, _exit, train_options, wait_for_go
+
+    torch.set_num_threads(1)
+    workers, world = int(job["workers"]), int(job["world"])
+    if world != workers:
+        raise ValueError("ddp: every rank is a DDP replica; dedicated servers (servers > 0) are not")
+    if not 0 <= rank < world:
+        raise ValueError(f"rank {rank} is outside the job's world 0..{world - 1}")
+    spec = job.get("algo_spec") or job["algorithm"]
+    algo = base.get(job["algorithm"])
+    model_name = str(job.get("train_model", "resnet20"))
+    seed, batch = int(job.get("seed", 0)), int(job.get("batch", 32))
+    lr0, gamma = float(job.get("lr", 0.1)), float(job.get("lr_gamma", 0.1))
+    milestones = [int(m) for m in job.get("lr_milestones") or ()]
+    check_iters, eval_every = train_options(job)
+    warmup, iters = int(job.get("warmup", 0)), int(job["iters"])
+    crash = job.get("crash") or {}
+    timeout = float(job.get("timeout_s", 120))
+
+    own = DigitsTrainer(rank, workers, seed, batch, model_name)
+    params = list(own._params)  # forward order: the layout of every gradient below
+    position = {id(p): i for i, p in enumerate(params)}
+    offsets, total = [], 0
+    for p in params:
+        offsets.append(total)
+        total += p.numel()
+    layers = [int(layer[1]) for layer in job["model"]["layers"]]
+    if total != sum(layers):
+        raise ValueError(f"ddp: the job's layers ({sum(layers)} elements, model {job['model'].get('spec')!r}) are "
+                         f"not train_model {model_name!r} ({total}); ddp needs model {model_name} unscaled")
+
+    comm = Comm(rank, world, job["store"], nics, timeout_s=timeout, sink=log.write)
+    model = DDP(own.net, process_group=ddp_hooks.process_group(comm), broadcast_buffers=False,
+                bucket_cap_mb=float(job.get("bucket_mb", 25)))
+    state, hook = ddp_hooks.hook(spec, comm=comm, overlap=bool(job.get("ddp_overlap", True)))
+    model.register_comm_hook(state, hook)
+
+    def step_input(trainer_, iteration):
+        index = trainer_.batch_indices(iteration)
+        return trainer_._input(trainer_.x_train[index]), trainer_.y_train[index]
+
+    # Two priming steps before `connected` (module doc): DDP's bucket rebuild stays out of the capture.
+    comm.sink = lambda event: None
+    own.net.eval()
+    for _ in range(2):
+        x, y = step_input(own, 0)
+        model.zero_grad(set_to_none=True)
+        F.cross_entropy(model(x), y).backward()
+    model.zero_grad(set_to_none=True)
+    state.reset()
+    comm.sink = log.write
+
+    replicas = [DigitsTrainer(r, workers, seed, batch, model_name) for r in range(workers)] \
+        if check_iters is None or check_iters > 0 else []
+    oracle = ddp_hooks.BucketOracle(spec, world)
+    log.write({"event": "connected", "t": time.time()})
+    wait_for_go(job.get("go_file"), timeout)
+
+    total_iters = warmup + iters
+    for it in range(total_iters):
+        if crash and int(crash.get("rank", -1)) == rank and int(crash.get("iter", -1)) == it:
+            log.write({"event": "error", "message": f"injected crash of rank {rank} at iter {it}", "t": time.time()})
+            _exit(CRASH_EXIT)
+        comm.iteration = it
+        state.step, state.ready_at = it, None
+        checked = bool(replicas) and (check_iters is None or it < check_iters)
+        inputs = [rep.gradients(it) for rep in replicas] if checked else None
+        sent_before, msgs_before = dict(comm.sent), dict(comm.messages)
+        comm.store_barrier(f"iter{it}")
+        own.net.train()
+        t_start = time.time()
+        model.zero_grad(set_to_none=True)
+        x, y = step_input(own, it)
+        F.cross_entropy(model(x), y).backward()  # the hook synchronizes every bucket in here
+        t_done = time.time()
+        t_ready = state.ready_at or t_done
+        records = list(state.log)
+        state.log.clear()
+        result = torch.cat([p.grad.reshape(-1) for p in params]).to(torch.float32)
+        closed, sizes = True, []
+        for rec in records:
+            sizes.append(rec["elements"])
+            want = {(f.dst, f.nic): f.bytes for f in state.traffic(rec["elements"]) if f.src == rank}
+            if algo.data_dependent:
+                closed &= set(rec["sent"]) <= set(want) and all(b <= want[k] for k, b in rec["sent"].items())
+            else:
+                closed &= rec["sent"] == want
+        event = {"event": "iter", "iter": it, "warmup": it < warmup, "t_start": t_start, "t_ready": t_ready,
+                 "t_done": t_done,
+                 "sent": [[dst, nic, b - sent_before.get((dst, nic), 0),
+                           comm.messages[(dst, nic)] - msgs_before.get((dst, nic), 0)]
+                          for (dst, nic), b in sorted(comm.sent.items()) if b != sent_before.get((dst, nic), 0)],
+                 "observed": {"buckets": sizes, "closed_form": bool(closed), "ddp": True,
+                              **_observed_sums(records)}}
+        if checked:
+            expected = torch.zeros(total, dtype=torch.float32)
+            for rec in records:
+                layout = [(position[key], at, numel) for key, at, numel in rec["layout"]]
+                bucket_inputs = []
+                for grad in inputs:
+                    flat = torch.zeros(rec["elements"], dtype=torch.float32)
+                    for i, at, numel in layout:
+                        flat[at:at + numel] = grad[offsets[i]:offsets[i] + numel]
+                    bucket_inputs.append(flat)
+                want = oracle.expected(rec["bucket"], layout, bucket_inputs)
+                for i, at, numel in layout:
+                    expected[offsets[i]:offsets[i] + numel] = want[at:at + numel]
+            ok, err = DataParallelDigits.matches(result, expected)
+            event.update(checked=True, correct=ok, max_abs_err=err)
+        else:
+            event.update(checked=False)
+        log.write(event)
+        with torch.no_grad():  # plain SGD with the averaged gradient, every rank alike
+            lr = lr0 * gamma ** sum(m <= it for m in milestones)  # MultiStepLR, as the training mode
+            for p in params:
+                p.sub_(p.grad, alpha=lr)
+            for rep in replicas:
+                for a, b in zip(rep._params, params):
+                    a.copy_(b)
+        if rank == 0 and (it == 0 or (it + 1) % eval_every == 0 or it == total_iters - 1):
+            loss, acc = own.evaluate()
+            log.write({"event": "train", "iter": it, "loss": loss, "accuracy": acc, "t": time.time()})
+        if rank == 0:
+            print(f"iter {it + 1}/{total_iters} rank 0 synced in {t_done - t_ready:.3f} s", flush=True)
+    state.close()
+    digest = hashlib.sha1(own.parameters_flat().numpy().tobytes()).hexdigest()
+    log.write({"event": "trained", "iters": total_iters, "params_sha1": digest, "t": time.time()})
+    comm.store_barrier("end")
+
+
+def _observed_sums(records: list) -> dict:
+    """The executors' own observations summed over the buckets (the compressor's seconds)."""
+    out: dict = {}
+    for rec in records:
+        for key in ("sparsify_seconds", "merge_seconds"):
+            if isinstance(rec.get("observed", {}).get(key), (int, float)):
+                out[key] = out.get(key, 0.0) + float(rec["observed"][key])
+    return out
