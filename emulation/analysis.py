@@ -487,7 +487,7 @@ def background_summary(topo: Topology, flows: list, meas: dict) -> dict:
             "link_bytes": ports, "capture_seconds": round(secs, 3) if secs else None}
 
 
-KEEP_IGNORE = ("*.pcap", "*.tmp", "go", "pools")  # what a kept copy leaves out: captures, run-time handshakes
+KEEP_IGNORE = ("*.pcap", "*.tmp", "go", "pools", "timeline.json")  # left out: captures, handshakes, what analyze rewrites
 
 
 def keep_copy(results: Path, dest: Path) -> Path:

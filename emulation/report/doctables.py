@@ -748,11 +748,35 @@ def bml_jct_sensitivity(data: dict) -> list[str]:
                   *(f"derived at {m:g} Mbit/s" for m in BML_STATED_MBPS)], rows)
 
 
+HD_FOLDERS = ("hd-default", "hd-default-two-level")
+
+
+def hd_default(data: dict) -> list[str]:
+    """hd against ring and gloo in the default setting: sync, both bounds, shared links."""
+    rows = []
+    for folder in HD_FOLDERS:
+        for r in runs_of(data, f"{folder}/summary.json"):
+            sync = common.sync_s(r)
+            step = num(r.get("bound_step_seconds"))
+            c = r.get("collisions") or {}
+            first = (c.get("first") or [None])[0]
+            shared = (f"{c['count']} (step {first['step']}: {first['link']}, {first['flows']} flows)"
+                      if c.get("count") else "none")
+            ecmp = "hash" if folder == "hd-default" else "two-level"
+            rows.append([f"`{folder}`", f"{r['topology']}" + (f", {ecmp} ECMP" if r["topology"].startswith("fattree") else ""),
+                         common.label(r), fmt(sync, ".3f"), fmt(r.get("bound_seconds"), ".3f"), fmt(step, ".3f"),
+                         fmt(sync / step if sync and step else None, ".2f"), shared, verdict(r)])
+    return table(["results folder", "network", "algorithm", "median sync s", "bound s", "step bound s",
+                  "sync / step bound", "shared links (first)", "faithful"], rows)
+
+
 RESULTS_INDEX = {  # top folder -> its summaries (the experiments `syncbed run` wrote)
     "default": ("default",), "bml-bcube32-vs-ps-fattree": ("bml-bcube32-vs-ps-fattree",),
     "bml-bcube42-vs-ps-fattree": ("bml-bcube42-vs-ps-fattree",), "bml-repeats": BML_REPEATS,
     "train-lenet5-digits": ("train-lenet5-digits",), "train-lenet5-digits-r2": ("train-lenet5-digits-r2",),
     "dfs-resnet18-digits": ("dfs-resnet18-digits",),
+    "hd-default": ("hd-default",), "hd-default-two-level": ("hd-default-two-level",),
+    "hash-ecmp": ("hash-ecmp/bml-bcube32-vs-ps-fattree", "hash-ecmp/bml-bcube42-vs-ps-fattree"),
     **{f: (f,) for f in MGWFBP_ALL if "/" not in f},
     "mgwfbp-fattree4": tuple(f"mgwfbp-fattree4/{m}" for m in MGWFBP_MODELS),
     "gtopk-scaling": tuple(f"gtopk-scaling/{m}/p{p}" for m in GTOPK_MODELS for p in (4, 8, 16, 32)),
@@ -1089,6 +1113,7 @@ TABLES = {t.id: t for t in [
     Table("dfs-headline", (DFS,), dfs_headline),
     Table("fidelity-bounds", tuple(f"{f}/summary.json" for f in FIDELITY_FOLDERS), fidelity_bounds),
     Table("bml-summary", tuple(f"{f}/summary.json" for f in BML_FOLDERS + BML_REPEATS), bml_summary),
+    Table("hd-default", tuple(f"{f}/summary.json" for f in HD_FOLDERS), hd_default),
     Table("bml-training", tuple(f"{f}/summary.json" for f in BML_TRAINING), bml_training),
     Table("bml-jct-spread", tuple(f"{f}/summary.json" for f in BML_FOLDERS + BML_REPEATS), bml_jct_spread),
     Table("bml-jct-sensitivity", tuple(f"{f}/summary.json" for f in BML_FOLDERS + BML_REPEATS), bml_jct_sensitivity),

@@ -1,0 +1,76 @@
+"""The result folders under docs/results are what the docs quote: each one that was kept whole
+(every run's files but the pcap, `syncbed keep`) is analysed again here from its files, and
+must come out with the verdicts it shows, and with no byte where the closed form has none
+(issue #19: every number true). Folders recorded before runs were kept whole hold only their
+summary; they are listed by name below, with why, so that a new folder cannot slip in
+unchecked."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from emulation import analysis, cli
+
+pytestmark = pytest.mark.unit
+
+RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
+# keys that say where the bytes were read from, not what they were
+SOURCE_KEYS = {"capture_counts_from"}
+# Folders that hold summaries only (their run files were not kept when they were recorded,
+# 2026-11-23/24, before `syncbed keep`): they cannot be analysed again. Their host-NIC byte
+# verdicts hold; on Fat-Tree with hash ECMP their switch-port verdicts show Gloo's
+# notifications on reverse routes the old closed form did not follow (docs/FIDELITY.md #10).
+SUMMARY_ONLY_PREFIXES = (
+    "forest-scenarios/forest-s1", "forest-scenarios/forest-s2",
+    "forest-scenarios/forest-s3", "forest-scenarios/forest-s4", "forest-scenarios/forest-s5-half-speed",
+    "forest-scenarios/forest-s5-variants", "gtopk-scaling", "mgwfbp-fattree",
+    "projection-", "convergence-gtopk",
+)
+
+
+def summaries() -> list[Path]:
+    return sorted(p.parent for p in RESULTS.rglob("summary.json") if "workers" not in p.parts)
+
+
+def kept_whole(folder: Path) -> bool:
+    summary = json.loads((folder / "summary.json").read_text())
+    runs = summary.get("runs") or []
+    return bool(runs) and all((folder / str(r.get("dir")) / "job.json").exists() for r in runs)
+
+
+KEPT = [f for f in summaries() if kept_whole(f)]
+
+
+def test_every_result_folder_is_kept_whole_or_named_as_summary_only():
+    loose = [str(f.relative_to(RESULTS)) for f in summaries()
+             if not kept_whole(f) and not str(f.relative_to(RESULTS)).startswith(SUMMARY_ONLY_PREFIXES)]
+    assert not loose, f"result folders neither kept whole (syncbed keep) nor listed as summary-only: {loose}"
+    assert KEPT, "no result folder is kept whole"
+
+
+@pytest.mark.parametrize("folder", KEPT, ids=lambda f: str(f.relative_to(RESULTS)))
+def test_a_kept_folder_analyses_again_to_the_verdicts_it_shows(folder, tmp_path):
+    copy = tmp_path / folder.name
+    shutil.copytree(folder, copy)
+    before = json.loads((folder / "summary.json").read_text())
+    assert cli.main(["analyze", str(copy)]) == 0
+    after = json.loads((copy / "summary.json").read_text())
+    assert [r["dir"] for r in after["runs"]] == [r["dir"] for r in before["runs"]]
+    for old, new in zip(before["runs"], after["runs"]):
+        changed = sorted(k for k in set(old) | set(new) if k not in SOURCE_KEYS and old.get(k) != new.get(k))
+        assert not changed, f"{old['dir']}: re-analysis changed {changed[:6]}"
+        for check in ("payload_ratio", "link_ratio"):
+            if check in new:
+                assert new[check]["unexpected"] == [], f"{new['dir']}: bytes on {new[check]['unexpected'][:4]}"
+    assert (copy / "report.md").read_text() == (folder / "report.md").read_text()
+
+
+def test_keep_refuses_a_folder_whose_runs_were_not_analysed_with_their_pcap(tmp_path):
+    src = tmp_path / "res"
+    (src / "01-run").mkdir(parents=True)
+    (src / "summary.json").write_text(json.dumps({"runs": [{"dir": "01-run"}]}))
+    with pytest.raises(analysis.NotARunFolder, match="capture_counts.json"):
+        analysis.keep_copy(src, tmp_path / "dest")
