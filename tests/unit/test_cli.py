@@ -66,7 +66,7 @@ BAD_INPUT = {
     "timeout_s": (["run", "--timeout", "10s"], r"argument --timeout: '10s' is not valid; give a number of seconds",
                   FRESH),
     "unknown_option": (["run", "--bogus"], r"unrecognized arguments: --bogus; see syncbed --help", FRESH),
-    "no_command": ([], r"the following arguments are required: \{run,topo,algos,analyze,project,clean\}", FRESH),
+    "no_command": ([], r"the following arguments are required: \{run,topo,algos,analyze,keep,docs,project,clean\}", FRESH),
     # analyze on folders that are not an experiment's results: one line, nothing written
     "analyze_nowhere": (["analyze", "{tmp}/nowhere"], r"nowhere is not a folder; give a results folder made by "
                         r"syncbed run", FRESH),
@@ -487,3 +487,14 @@ def test_algo_is_repeatable_for_run_and_project(monkeypatch):
     assert project.main(["--topo", "fattree,k=4", "--algo", "ring", "--algo", "ps"]) == 2
     assert seen["args"].algo == ["ring", "ps"]
     assert [req.algo for req, _ in project._requests(seen["args"], {})] == ["ring", "ps"]
+
+
+def test_keep_refuses_a_folder_that_is_not_results_and_a_dest_that_is_not_empty(tmp_path, capsys):
+    from emulation import cli
+
+    (tmp_path / "dest").mkdir()
+    (tmp_path / "dest" / "x").write_text("")
+    assert cli.main(["keep", str(tmp_path), str(tmp_path / "dest")]) == 2
+    assert "not empty" in capsys.readouterr().err
+    assert cli.main(["keep", str(tmp_path), str(tmp_path / "new")]) == 2
+    assert "no summary.json" in capsys.readouterr().err

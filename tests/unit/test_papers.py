@@ -187,7 +187,7 @@ def test_report_gets_an_mgwfbp_section_with_the_speedups(tmp_path):
     assert "## BML against" not in text and "## gTop-k" not in text
     # the results table gains the predicted-iteration columns and shows the full spec
     assert "| median iteration s | predicted iteration s | iteration measured/predicted | simulated iteration s |" in text
-    assert "| 1 | fattree(4) | mgwfbp | 8 | – | – | – | – | – | – | – | 1.000 | 0.800 | 1.25 | – |" in text
+    assert "| 1 | fattree(4) | mgwfbp | 8 | – | – | – | – | – | – | – | – | 1.000 | 0.800 | 1.25 | – |" in text
     assert "| 4 | fattree(4) | fusion,mb=25 | 8 |" in text
 
 
