@@ -776,6 +776,7 @@ RESULTS_INDEX = {  # top folder -> its summaries (the experiments `syncbed run` 
     "train-lenet5-digits": ("train-lenet5-digits",), "train-lenet5-digits-r2": ("train-lenet5-digits-r2",),
     "dfs-resnet18-digits": ("dfs-resnet18-digits",),
     "hd-default": ("hd-default",), "hd-default-two-level": ("hd-default-two-level",),
+    "ddp-resnet20-digits": ("ddp-resnet20-digits",),
     "hash-ecmp": ("hash-ecmp/bml-bcube32-vs-ps-fattree", "hash-ecmp/bml-bcube42-vs-ps-fattree"),
     **{f: (f,) for f in MGWFBP_ALL if "/" not in f},
     "mgwfbp-fattree4": tuple(f"mgwfbp-fattree4/{m}" for m in MGWFBP_MODELS),
