@@ -69,3 +69,19 @@ def run_worker_processes(job_path, world: int, nics: str = "lo", timeout: float 
                 p.kill()
                 p.wait()
     return [p.returncode for p in procs], outputs
+
+
+def jobs_child(rank, jobs, out):
+    """A rank that runs `jobs` (job.json dicts) one after another through the real worker loop
+    on `lo`, each logging to its own log_dir: the child of every worker-loop test."""
+    import traceback
+
+    from workloads import worker
+
+    try:
+        for job in jobs:
+            log = worker.EventLog(str(Path(job["log_dir"]) / f"rank{rank}.jsonl"))
+            worker.run(job, rank, ["lo"], log)
+        out.put(("ok", rank, None))
+    except BaseException:
+        out.put(("error", rank, traceback.format_exc()))

@@ -10,7 +10,6 @@ servers; the jobs have whole zero blocks (job "sparsity", different per worker),
 unions, the skipped blocks and DFS's choices vary from one iteration to the next.
 """
 import json
-import traceback
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ import pytest
 from workloads import worker
 from workloads.algorithms import base
 from workloads.gradients import SyntheticGradients
-from tests.parallel.spawn import spawn_ranks
+from tests.parallel.spawn import jobs_child as _child, spawn_ranks
 
 pytestmark = pytest.mark.parallel
 
@@ -59,16 +58,6 @@ def _job(tmp_path, i, spec, sparsity, workers, servers):
     if sparsity:
         job["sparsity"] = sparsity
     return job
-
-
-def _child(rank, jobs, out):
-    try:
-        for job in jobs:
-            log = worker.EventLog(str(Path(job["log_dir"]) / f"rank{rank}.jsonl"))
-            worker.run(job, rank, ["lo"], log)
-        out.put(("ok", rank, None))
-    except BaseException:
-        out.put(("error", rank, traceback.format_exc()))
 
 
 def _expected(job):

@@ -11,13 +11,12 @@ valid."""
 from __future__ import annotations
 
 import json
-import traceback
 from pathlib import Path
 
 import pytest
 
 from emulation import analysis, timeline
-from tests.parallel.spawn import spawn_ranks
+from tests.parallel.spawn import jobs_child as _child, spawn_ranks
 from workloads import worker
 from workloads.algorithms import base
 
@@ -38,16 +37,6 @@ def _job(tmp_path, i, spec, world):
             "warmup": WARMUP, "seed": 0, "store": str(tmp_path / f"store{i}"), "log_dir": str(tmp_path / f"job{i}"),
             "timeout_s": 60, "train": True, "train_model": "lenet5", "batch": 16, "lr": 0.1, "check_iters": None,
             "eval_every": 1, "ddp": True, "bucket_mb": 0.05}
-
-
-def _child(rank, jobs, out):
-    try:
-        for job in jobs:
-            log = worker.EventLog(str(Path(job["log_dir"]) / f"rank{rank}.jsonl"))
-            worker.run(job, rank, ["lo"], log)
-        out.put(("ok", rank, None))
-    except BaseException:
-        out.put(("error", rank, traceback.format_exc()))
 
 
 @pytest.mark.parametrize("world", [2, 3])

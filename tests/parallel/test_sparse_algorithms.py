@@ -9,7 +9,6 @@ zero-valued pairs common: with density 0.6 the local top-k holds more entries th
 non-zero, so the tie-break among zeros decides what is sent.
 """
 import json
-import traceback
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,7 @@ import pytest
 from workloads import sparse, worker
 from workloads.algorithms import base, gtopk
 from workloads.gradients import SyntheticGradients
-from tests.parallel.spawn import spawn_ranks
+from tests.parallel.spawn import jobs_child as _child, spawn_ranks
 
 pytestmark = pytest.mark.parallel
 
@@ -45,16 +44,6 @@ def _job(tmp_path, i, spec, sparsity, workers):
     if sparsity:
         job["sparsity"] = sparsity
     return job
-
-
-def _child(rank, jobs, out):
-    try:
-        for job in jobs:
-            log = worker.EventLog(str(Path(job["log_dir"]) / f"rank{rank}.jsonl"))
-            worker.run(job, rank, ["lo"], log)
-        out.put(("ok", rank, None))
-    except BaseException:
-        out.put(("error", rank, traceback.format_exc()))
 
 
 def _kept_counts(job):
