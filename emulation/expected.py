@@ -83,22 +83,19 @@ def step_bound(topo: Topology, hosts: list, steps: list) -> dict:
             routes[key] = topo.route(hosts[src], topo.host_nics(hosts[dst])[nic].ip)
         return routes[key]
 
-    bw_of: dict = {}
-
     def bps(intf: str) -> float:
-        if intf not in bw_of:
-            bw_of[intf] = topo.link_of(intf).bw * 1e6 / 8
-        return bw_of[intf]
+        return topo.link_of(intf).bw * 1e6 / 8
 
     total, per_step, collisions = 0.0, [], []
     for i, step in enumerate(steps):
-        load: dict = {}  # (tx intf, "tx") or (rx intf, "rx") -> bytes
-        sharing: dict = {}  # tx intf -> forward flows crossing it
+        load: dict = {}  # directed link (its transmitting interface) -> bytes
+        sharing: dict = {}  # directed link -> the forward flows crossing it
         ends: dict = {}  # (src NIC, "tx") / (dst NIC, "rx") -> bytes, as on a non-blocking fabric
         for f in wire_flows(step):
-            for tx, rx in route(f.src, f.dst, f.nic):
+            hops = route(f.src, f.dst, f.nic)
+            for tx, _ in hops:
                 load[tx] = load.get(tx, 0) + f.bytes
-            src_nic = route(f.src, f.dst, f.nic)[0][0]  # the NIC the source's routes send it out of
+            src_nic = hops[0][0]  # the NIC the source's routes send it out of
             dst_nic = topo.host_nics(hosts[f.dst])[f.nic].name
             ends[(src_nic, "tx")] = ends.get((src_nic, "tx"), 0) + f.bytes
             ends[(dst_nic, "rx")] = ends.get((dst_nic, "rx"), 0) + f.bytes

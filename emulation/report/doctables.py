@@ -762,7 +762,7 @@ def hd_default(data: dict) -> list[str]:
             first = (c.get("first") or [None])[0]
             shared = (f"{c['count']} (step {first['step']}: {first['link']}, {first['flows']} flows)"
                       if c.get("count") else "none")
-            ecmp = "hash" if folder == "hd-default" else "two-level"
+            ecmp = data[f"{folder}/config.yaml"].get("ecmp", "hash")
             rows.append([f"`{folder}`", f"{r['topology']}" + (f", {ecmp} ECMP" if r["topology"].startswith("fattree") else ""),
                          common.label(r), fmt(sync, ".3f"), fmt(r.get("bound_seconds"), ".3f"), fmt(step, ".3f"),
                          fmt(sync / step if sync and step else None, ".2f"), shared, verdict(r)])
@@ -1114,7 +1114,8 @@ TABLES = {t.id: t for t in [
     Table("dfs-headline", (DFS,), dfs_headline),
     Table("fidelity-bounds", tuple(f"{f}/summary.json" for f in FIDELITY_FOLDERS), fidelity_bounds),
     Table("bml-summary", tuple(f"{f}/summary.json" for f in BML_FOLDERS + BML_REPEATS), bml_summary),
-    Table("hd-default", tuple(f"{f}/summary.json" for f in HD_FOLDERS), hd_default),
+    Table("hd-default", tuple(f"{f}/{name}" for f in HD_FOLDERS for name in ("summary.json", "config.yaml")),
+          hd_default),
     Table("bml-training", tuple(f"{f}/summary.json" for f in BML_TRAINING), bml_training),
     Table("bml-jct-spread", tuple(f"{f}/summary.json" for f in BML_FOLDERS + BML_REPEATS), bml_jct_spread),
     Table("bml-jct-sensitivity", tuple(f"{f}/summary.json" for f in BML_FOLDERS + BML_REPEATS), bml_jct_sensitivity),
