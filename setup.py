@@ -1,9 +1,9 @@
 """syncbed: an emulation testbed for gradient synchronization in distributed deep learning."""
 from setuptools import find_packages, setup
 
-# Every package and subpackage of the four top-level ones (emulation.report, emulation.papers,
+# Every package and subpackage of the five top-level ones (emulation.report, emulation.papers,
 # workloads.algorithms, ...): a package left out here works only in the editable install.
-PACKAGES = ("topologies", "controllers", "workloads", "emulation")
+PACKAGES = ("common", "topologies", "controllers", "workloads", "emulation")
 
 setup(
     name="syncbed",

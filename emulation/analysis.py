@@ -14,7 +14,7 @@ redoes it, every verdict included.
   schedule can beat it on this routing (ECMP collisions included). The non-blocking
   bound uses host links only: on a non-blocking network it is the algorithm's bandwidth
   term, e.g. 2(N-1)M/(NB) for ring.
-- Simulated: the same plan on the same routes in SimGrid's flow model (emulation/project.py,
+- Simulated: the same plan on the same routes in SimGrid's flow model (emulation/simulator/core.py,
   `simulate_plan`): every step's flows share each link max-min fairly; layer-wise plans also
   wait for backprop and pay their all-reduce start-up. At least the bound where the steps
   cost nothing; the report sets it beside the measurement (validation, docs/PROJECTION.md).
@@ -172,7 +172,7 @@ def simulated_times(topo: Topology, hosts: list, algo, plan: dict, background=No
     simulated_iteration_seconds (layer-wise), or None with the reason in `simulated_note`
     (no SimGrid module, a plan whose bytes depend on the data, a simulation that failed).
     Background flows are constant loads taken off the links they cross (project.less_background)."""
-    from emulation import project
+    from emulation.simulator import core as project
 
     empty = {"simulated_seconds": None, "simulated_iteration_seconds": None}
     why = project.simgrid_available() or project.simulable(algo)

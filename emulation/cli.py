@@ -6,7 +6,7 @@
     syncbed algos             the registered sync algorithms
     syncbed analyze DIR       recompute summary.json and report.md from a results folder
     syncbed project [EXPERIMENT.yaml] [--topo SPEC ...] [--algo A[,B]]... [--measured DIR] ...
-                              the same plans in SimGrid, at any size (emulation/project.py)
+                              the same plans in SimGrid, at any size (emulation/simulator/core.py)
     syncbed clean             undo whatever a crashed run left (processes, bridges, links)
 
 Exit codes: 0 ok, 1 the experiment failed, 2 bad input or environment (nothing was
@@ -367,7 +367,7 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("docs", help="regenerate every table of measured numbers in docs/ from docs/results")
     d.add_argument("--check", action="store_true", help="write nothing; exit 1 naming each table that differs")
     d.set_defaults(fn=cmd_docs)
-    sub.add_parser("project", add_help=False,  # main() hands its arguments to emulation.project.main
+    sub.add_parser("project", add_help=False,  # main() hands its arguments to emulation.simulator.core.main
                    help="simulate the same plans in SimGrid, at any size (syncbed project --help)")
     c = sub.add_parser("clean", help="remove what a crashed run left behind")
     c.set_defaults(fn=cmd_clean)
@@ -376,8 +376,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["project"]:  # its own options (emulation/project.py); needs no root, no emulator
-        from emulation import project
+    if argv[:1] == ["project"]:  # its own options (emulation/simulator/core.py); needs no root, no emulator
+        from emulation.simulator import core as project
 
         try:
             return project.main(argv[1:])

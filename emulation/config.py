@@ -24,9 +24,9 @@ import yaml
 
 from emulation import background
 from topologies import spec as topo_spec
+from topologies.placement import PLACEMENTS, place
 from workloads.algorithms import base
 
-PLACEMENTS = ("ordered", "spread")
 
 
 @dataclass
@@ -237,24 +237,6 @@ def validate(cfg: RunConfig) -> list[PlannedRun]:
         if not 0 <= r < min(run.workers + run.servers for run in runs):
             raise ValueError(f"crash rank {r} is not a rank of every run")
     return runs
-
-
-def place(topo, count: int, placement: str) -> list[str]:
-    """Hosts for ranks 0..count-1: in host order, or round-robin over edge switches/levels."""
-    hosts = topo.hosts()
-    if placement == "ordered" or count >= len(hosts):
-        return hosts[:count]
-    groups: dict = {}
-    for h in hosts:  # hosts sharing the switch their first NIC hangs off
-        sw = topo.peer(topo.host_nics(h)[0].name).node
-        groups.setdefault(sw, []).append(h)
-    # take one host per switch, walking switches in pod order, until enough
-    order, lists = [], list(groups.values())
-    while len(order) < count:
-        for lst in lists:
-            if lst and len(order) < count:
-                order.append(lst.pop(0))
-    return order
 
 
 REAL_SETTING_KEYS = ("name", "alpha", "beta", "backward_s", "workers", "network")

@@ -1,7 +1,7 @@
 """Expected bytes of an algorithm's flows on the installed routes, and the busiest-link bound.
 
 Pure: a topology description and flows in, bytes and seconds out. The analysis checks the
-captures against these; the SimGrid simulation (emulation/project.py) reports the bound next
+captures against these; the SimGrid simulation (emulation/simulator/core.py) reports the bound next
 to its own times.
 - Expected payload per host NIC: the flows laid onto `Topology.route` (a relaying BCube
   server's NICs carry the flows it forwards, docs/DESIGN.md), each direction of a

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from emulation.papers.common import model_name
-from emulation.report.load import compress_seconds
+from emulation.results.load import compress_seconds
 
 
 def collect(folders) -> list[dict]:

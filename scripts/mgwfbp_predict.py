@@ -3,7 +3,7 @@
     python scripts/mgwfbp_predict.py experiments/mgwfbp_fattree16.yaml [MODEL ...]
 
 For each model (default: the file's list) it plans wfbp, single, fusion 25/64 MiB and mgwfbp
-with workloads/merge.py under the file's `real_setting` (a, b, backward seconds per model, else
+with workloads/planners/merge.py under the file's `real_setting` (a, b, backward seconds per model, else
 this CPU's profile) and prints one Markdown row: tensors, groups, predicted iteration, and
 MG-WFBP's predicted speed-up over each baseline. These are the same predictions `syncbed run`
 records as `predicted_iteration_seconds` (its stand-in keeps every ratio of the real setting);
@@ -14,7 +14,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from emulation import config  # noqa: E402
-from workloads import merge, models  # noqa: E402
+from workloads import models
+from workloads.planners import merge  # noqa: E402
 from workloads.algorithms.base import DTYPE_BYTES  # noqa: E402
 from workloads.algorithms.fusion import MIB  # noqa: E402
 

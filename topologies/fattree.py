@@ -17,7 +17,7 @@ from .description import Intf, Node, Topology, intf_name, mac_from_ip
 
 
 # The description's size grows as k^6 (every host's ARP entries for every other host): k=24
-# (3456 hosts) takes about 1 GiB; SimGrid projections go that far (emulation/project.py refuses
+# (3456 hosts) takes about 1 GiB; SimGrid projections go that far (emulation/simulator/core.py refuses
 # what would not fit from a closed-form estimate), the emulation to k=8 (topologies/spec.py).
 MAX_K = 32
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from . import bcube, fattree
-from workloads.specs import parse_spec
+from common.specs import parse_spec
 
 from .description import Topology
 

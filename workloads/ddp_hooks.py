@@ -66,7 +66,7 @@ import torch
 from workloads.algorithms import base
 from workloads.comm import Comm
 from workloads.sparse import Residual
-from workloads.specs import parse_spec
+from common.specs import parse_spec
 
 LAYERWISE = ("wfbp", "single", "fusion", "mgwfbp")
 NOT_HOOKS = {

@@ -1,7 +1,7 @@
 """The alpha-beta model of one all-reduce, t(m) = alpha + beta * m, and its fit to timings.
 
 MG-WFBP (Shi, Chu, Li, INFOCOM 2019) prices every merge with this model: alpha is the
-start-up a merge saves, beta the seconds per byte it still pays (workloads/merge.py). The
+start-up a merge saves, beta the seconds per byte it still pays (workloads/planners/merge.py). The
 authors' code (HKBU-HPML/MG-WFBP distributed_optimizer.py, `_benchmark_communication`)
 times all-reduces of a range of sizes and fits a line with scikit-learn's LinearRegression
 (sizes in elements x 4 bytes), taking the intercept as alpha and the slope as beta.

@@ -61,9 +61,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from workloads.specs import parse_spec
+from common.specs import parse_spec
+from common.units import DTYPE_BYTES
 
-DTYPE_BYTES = 4  # float32 gradients everywhere
 MIB = 1 << 20
 CACHE_FORMAT = 1  # bump when the profile method changes, so old cache entries are ignored
 PROFILE_RUNS = 5  # timed backward passes; the median of each layer's time is kept
@@ -529,7 +529,7 @@ def _bad(spec: str, what: str) -> ValueError:
 
 
 def _parse(spec: str) -> tuple:
-    """`'name,k=v,...'` -> (name, {k: v}): the one spec parser (workloads/specs.py), with the
+    """`'name,k=v,...'` -> (name, {k: v}): the one spec parser (common/specs.py), with the
     valid model specs listed on a syntax error."""
     try:
         return parse_spec(spec, "model")

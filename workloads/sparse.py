@@ -23,6 +23,8 @@ from dataclasses import dataclass
 
 import torch
 
+from common.units import DTYPE_BYTES, INDEX_BYTES
+
 INT32_MAX = 2**31 - 1  # packed indices travel as int32
 
 
@@ -99,7 +101,7 @@ class SparseSet:
         dense[self.indices] = self.values
         return dense
 
-    def nbytes(self, index_bytes: int = 4, value_bytes: int = 4) -> int:
+    def nbytes(self, index_bytes: int = INDEX_BYTES, value_bytes: int = DTYPE_BYTES) -> int:
         """Payload bytes of the pairs on the wire (4 + 4 per pair for `pack`)."""
         return self.k * (index_bytes + value_bytes)
 

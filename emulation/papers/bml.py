@@ -11,7 +11,7 @@ gradient size; pure, so `syncbed analyze` and the report recompute it from files
 from __future__ import annotations
 
 from emulation.papers import Paper, common
-from emulation.report.columns import fmt, table
+from emulation.results.columns import fmt, table
 
 PAPER_JCT_REDUCTION = 0.564
 # The measured BML/PS sync ratio agrees with the paper's 1/k when within this fraction of it;

@@ -4,7 +4,7 @@ Pairing works on summary.json run records (plain dicts). Two runs are comparable
 they ran the same model on the same topology with the same number of workers
 (`group_key`); a run is named by its full algorithm spec when the record has one
 (`topk,density=0.01`), else by its algorithm. Rendering returns Markdown lines built with
-the report's own cells (emulation/report/columns.py), so every section looks alike.
+the report's own cells (emulation/results/columns.py), so every section looks alike.
 A row keeps the verdicts of the runs it compares (`verdicts`): faithful is True, False or
 None (unverified), never a bool of None; which run was not faithful or is unverified, and
 every failed check (emulation/checks.py) with its run's name, so a section shows what the
@@ -13,8 +13,8 @@ results table shows.
 from __future__ import annotations
 
 from emulation import checks
-from emulation.report.columns import NA, fmt, table
-from emulation.report.load import median_of, num
+from emulation.results.columns import NA, fmt, table
+from emulation.results.load import median_of, num
 
 
 # ---- pairing -------------------------------------------------------------------------

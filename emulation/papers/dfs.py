@@ -23,10 +23,10 @@ from __future__ import annotations
 
 from emulation.papers import Paper, common
 from emulation.papers.gtopk import density
-from emulation.report.columns import NA, fmt, table, yes_no
-from emulation.report.columns import faithful_cell as run_faithful_cell
-from emulation.report.columns import failed_cell as run_failed_cell
-from emulation.report.load import num
+from emulation.results.columns import NA, fmt, table, yes_no
+from emulation.results.columns import faithful_cell as run_faithful_cell
+from emulation.results.columns import failed_cell as run_failed_cell
+from emulation.results.load import num
 
 FAMILY = ("dfs", "omnireduce", "topk_ps", "ps")  # DFS and what it is compared against, in that order
 PAPER_BYTES_REDUCTION = 0.8717

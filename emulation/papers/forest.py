@@ -14,8 +14,8 @@ the measurement, and the claims.
 from __future__ import annotations
 
 from emulation.papers import Paper, common
-from emulation.report.columns import NA, fmt, table
-from emulation.report.load import num
+from emulation.results.columns import NA, fmt, table
+from emulation.results.load import num
 
 BASELINES = ("ring", "ps", "gloo", "bml")
 

@@ -13,9 +13,9 @@ experiment's workers and links, are the communication side of them, not the same
 from __future__ import annotations
 
 from emulation.papers import Paper, common
-from emulation.report.columns import NA, fmt, table
-from emulation.report.load import compress_seconds, num
-from workloads.specs import parse_spec
+from emulation.results.columns import NA, fmt, table
+from emulation.results.load import compress_seconds, num
+from common.specs import parse_spec
 
 SPARSE = ("gtopk", "topk")
 DENSE = ("ring", "gloo")

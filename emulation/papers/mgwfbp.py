@@ -2,7 +2,7 @@
 
 Shi, Chu, Li, INFOCOM 2019 and TPDS 2021 (`CITATION`). Wait-free backprop (WFBP) starts
 each layer's all-reduce as soon as its gradient exists; with many small layers that is
-start-up bound. MG-WFBP merges layers under the alpha-beta cost model (workloads/merge.py).
+start-up bound. MG-WFBP merges layers under the alpha-beta cost model (workloads/planners/merge.py).
 Baselines: WFBP (one all-reduce per layer), SyncEASGD (one all-reduce after backprop,
 `single`), fixed-size fusion (`fusion`, Horovod 64 MB / PyTorch DDP 25 MB).
 
@@ -14,8 +14,8 @@ than WFBP or SyncEASGD" is checked per MG-WFBP run (`never_slower`).
 from __future__ import annotations
 
 from emulation.papers import Paper, common
-from emulation.report.columns import NA, fmt, table
-from emulation.report.load import median_of
+from emulation.results.columns import NA, fmt, table
+from emulation.results.load import median_of
 
 BASELINES = {"wfbp": "WFBP", "single": "SyncEASGD", "fusion": "fixed-size fusion"}
 NEVER_SLOWER_THAN = ("wfbp", "single")  # the paper's claim is about these two, not fusion

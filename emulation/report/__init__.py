@@ -17,8 +17,8 @@ Papers' claims next to the measurement live in emulation/papers/, one module per
 the report renders the section of every paper whose algorithms ran.
 Usage: `python -m emulation.report FOLDER`.
 """
-from emulation.report.columns import COLUMN_SETS, NA, ColumnSet, fmt, results_table, table, yes_no
-from emulation.report.load import (MB, RunData, bound_ratio, busy_switches, link_loads, load_run, load_summary,
+from emulation.results.columns import COLUMN_SETS, NA, ColumnSet, fmt, results_table, table, yes_no
+from emulation.results.load import (MB, RunData, bound_ratio, busy_switches, link_loads, load_run, load_summary,
                                    median_of, median_sync, num, sync_from_logs, sync_seconds)
 from emulation.report.markdown import main, md_papers, write_report
 from emulation.report.plots import LAYOUTS, PLOTS_DIR, layout, make_plots

@@ -18,9 +18,9 @@ from emulation.papers import bml as bml_paper
 from emulation.papers import common
 from emulation.papers import gtopk as gtopk_paper
 from emulation.papers import mgwfbp as mgwfbp_paper
-from emulation.report.columns import NA, fmt, table
+from emulation.results.columns import NA, fmt, table
 from emulation.report.docs import Table
-from emulation.report.load import MB, compress_seconds, median_of, num
+from emulation.results.load import MB, compress_seconds, median_of, num
 
 
 # ---- helpers ---------------------------------------------------------------------------

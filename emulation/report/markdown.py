@@ -1,6 +1,6 @@
 """report.md: one function per section, and `write_report`, which ties the pipeline's last step together.
 
-`write_report(folder)` loads the folder (emulation/report/load.py), draws the figures
+`write_report(folder)` loads the folder (emulation/results/load.py), draws the figures
 (plots.py), then writes the sections in order: header (a failed experiment says so in the
 first line, with the reason), configuration, results (columns from columns.py), one
 section per paper whose algorithms ran (emulation/papers/), problems, fidelity, plots,
@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 
 from emulation import papers
-from emulation.report.columns import NA, fmt, results_table, table
-from emulation.report.load import RunData, load_run, load_summary, num, sync_seconds, worker_errors
+from emulation.results.columns import NA, fmt, results_table, table
+from emulation.results.load import RunData, load_run, load_summary, num, sync_seconds, worker_errors
 from emulation.report.plots import PLOTS_DIR, make_plots
 from emulation.timeline import FILE as TIMELINE_FILE
 
@@ -61,7 +61,7 @@ def md_configuration(summary: dict, runs: list[RunData]) -> list[str]:
 
 
 def md_results(runs: list[RunData]) -> tuple[list[str], list[str]]:
-    """The results table, one row per run, its columns from emulation/report/columns.py;
+    """The results table, one row per run, its columns from emulation/results/columns.py;
     also the problems of column sets that had to be left out."""
     if not runs:
         return ["## Results", "", "No runs were recorded.", ""], []
@@ -180,7 +180,7 @@ def md_howto() -> list[str]:
             "that the plan assumed apart meet (hash ECMP, relays) and that set that step's time above "
             "its endpoints' (emulation/expected.py `step_bound`).",
             "- **simulated** = the same plan on the same routes in SimGrid's flow model "
-            "(emulation/project.py): each step's flows share every link max-min fairly; layer-wise "
+            "(emulation/simulator/core.py): each step's flows share every link max-min fairly; layer-wise "
             "algorithms also wait for backprop and pay their all-reduce start-up a per group. "
             "**simulated/measured** near 1: the flow model explains the run (the projection to "
             "thousands of workers rests on it); well below 1: packets (TCP windows, incast, queues, "

@@ -1,6 +1,6 @@
 """The report's figures: topology layouts and one function per PNG.
 
-Every `plot_*` takes loaded runs (`RunData`, emulation/report/load.py) and a folder, writes
+Every `plot_*` takes loaded runs (`RunData`, emulation/results/load.py) and a folder, writes
 one PNG and returns its path, or None when the runs hold nothing to draw. `make_plots`
 draws them all and turns a figure that fails into a problem line, so one bad figure never
 loses the report. Layouts place a topology's nodes from the structure in their names
@@ -23,7 +23,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 from emulation import timeline  # noqa: E402
-from emulation.report.load import (MB, RunData, bound_ratio, busy_switches, link_loads, nic_label,  # noqa: E402
+from emulation.results.load import (MB, RunData, bound_ratio, busy_switches, link_loads, nic_label,  # noqa: E402
                                    num, rank_hosts, sync_seconds)
 from topologies.description import Topology  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""The report of a SimGrid projection (`syncbed project`, emulation/project.py): report.md and,
+"""The report of a SimGrid projection (`syncbed project`, emulation/simulator/core.py): report.md and,
 when the projection spans several sizes, plots/projection.png (sync time against P per
 algorithm, each beside its busiest-link bound).
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from emulation.report.columns import NA, fmt, table
+from emulation.results.columns import NA, fmt, table
 from emulation.report.plots import PLOTS_DIR, new_figure, save
 
 # The issue's target for dense algorithms at the emulated scale: simulated within 10% of measured.
@@ -91,7 +91,7 @@ def plot_projection(runs: list[dict], out: Path) -> Path | None:
 def render(summary: dict, plots: list[Path]) -> str:
     runs = summary.get("runs", [])
     lines = [f"# Projection: {summary.get('experiment')}", "",
-             f"Simulated in SimGrid (emulation/project.py, docs/PROJECTION.md), not measured. "
+             f"Simulated in SimGrid (emulation/simulator/core.py, docs/PROJECTION.md), not measured. "
              f"Status: **{summary.get('status')}**" + (f" ({summary['error']})" if summary.get("error") else "")
              + f"; started {summary.get('started')}, finished {summary.get('finished')}.", ""]
     if runs:

@@ -466,7 +466,8 @@ def test_cleanup_removes_exactly_what_it_recorded(state_dir, monkeypatch):
 def test_algo_is_repeatable_for_run_and_project(monkeypatch):
     """Issue #19: `syncbed run --algo ring --algo ps` ran only ps (argparse kept the last
     --algo), though the README says it may be repeated; `syncbed project` the same."""
-    from emulation import config, project
+    from emulation import config
+    from emulation.simulator import core as project
     from emulation.cli import build_parser
 
     args = build_parser().parse_args(["run", "--topo", "fattree,k=4", "--algo", "ring",

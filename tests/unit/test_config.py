@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from emulation import background, config
+from topologies import placement
 from topologies.spec import build
 
 pytestmark = pytest.mark.unit
@@ -195,14 +196,14 @@ def test_unknown_algorithm_in_yaml_lists_valid(tmp_path):
 # ---- placement and matrix ------------------------------------------------------------------
 def test_place_ordered():
     t = build("fattree,k=4")
-    assert config.place(t, 5, "ordered") == t.hosts()[:5]
-    assert config.place(t, 16, "spread") == t.hosts()  # all hosts: order unchanged
-    assert config.place(t, 20, "ordered") == t.hosts()
+    assert placement.place(t, 5, "ordered") == t.hosts()[:5]
+    assert placement.place(t, 16, "spread") == t.hosts()  # all hosts: order unchanged
+    assert placement.place(t, 20, "ordered") == t.hosts()
 
 
 def test_place_spread_uses_distinct_edge_switches_first():
     t = build("fattree,k=4")
-    hosts = config.place(t, 9, "spread")
+    hosts = placement.place(t, 9, "spread")
     assert len(hosts) == len(set(hosts)) == 9
     edges = [t.peer(t.host_nics(h)[0].name).node for h in hosts]
     assert len(set(edges[:8])) == 8  # one host on each of the 8 edge switches...
@@ -213,7 +214,7 @@ def test_place_spread_uses_distinct_edge_switches_first():
 
 def test_place_spread_on_bcube_uses_level0_switches():
     t = build("bcube,n=3,k=2")
-    hosts = config.place(t, 4, "spread")
+    hosts = placement.place(t, 4, "spread")
     assert hosts == ["h00", "h10", "h20", "h01"]
     sw = [t.peer(t.host_nics(h)[0].name).node for h in hosts]
     assert len(set(sw[:3])) == 3

@@ -1,4 +1,4 @@
-"""The forest planner and the cut bound, as pure functions (workloads/forest.py and
+"""The forest planner and the cut bound, as pure functions (workloads/planners/forest.py and
 workloads/algorithms/forest.py): the packing against the LP over ALL spanning trees
 (enumerated), the bound against hand calculations and brute force, the plan against the
 ring on Fat-Tree, partitions, traffic, options, and the planner's run time."""
@@ -15,7 +15,7 @@ from scipy.optimize import linprog
 
 from emulation.expected import links_of
 from topologies.spec import build
-from workloads import forest
+from workloads.planners import forest
 from workloads.algorithms import base
 from workloads.algorithms import forest as forest_algo
 

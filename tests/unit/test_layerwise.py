@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from workloads import merge
+from workloads.planners import merge
 from workloads.algorithms import base, ring
 from workloads.linkmodel import LinkModel
 

@@ -1,4 +1,4 @@
-"""Gradient-merging planners as pure functions (workloads/merge.py): the cost model on hand-
+"""Gradient-merging planners as pure functions (workloads/planners/merge.py): the cost model on hand-
 checked schedules, the dynamic program against brute force, the MG-WFBP greedy against the
 optimum and the baselines, fusion buckets, and plan_groups' JSON and its one-line errors.
 
@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from workloads import merge
+from workloads.planners import merge
 
 pytestmark = pytest.mark.unit
 

@@ -1,6 +1,6 @@
 """A non-editable install works (issue 19, section 6): a wheel built by setup.py holds every
-module of topologies, controllers, workloads and emulation (emulation.report and
-emulation.papers too) and the shipped profiles, and from that wheel alone, outside the repo,
+module of every top-level package (common, topologies, controllers, workloads, emulation,
+with their subpackages) and the shipped profiles, and from that wheel alone, outside the repo,
 `syncbed algos` runs and a shipped profile loads.
 
 The .venv has an editable install of this repo, whose import finder would quietly supply
@@ -21,13 +21,15 @@ import pytest
 pytestmark = pytest.mark.unit
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGES = ("topologies", "controllers", "workloads", "emulation")
+# Every top-level package of the checkout (a folder with __init__.py), found here and not read from
+# setup.py, so that a new package setup.py forgets fails this test.
+PACKAGES = tuple(sorted(p.parent.name for p in REPO.glob("*/__init__.py") if p.parent.name != "tests"))
 SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build")
 PROFILE = ("resnet50", 2)  # workloads/profiles/resnet50-b2.json
 
 
 def source_files() -> set[str]:
-    """Wheel-relative paths every install must hold: each module of the four packages and
+    """Wheel-relative paths every install must hold: each module of every package and
     each shipped profile."""
     files = {p for pkg in PACKAGES for p in (REPO / pkg).rglob("*.py") if "__pycache__" not in p.parts}
     files |= set((REPO / "workloads" / "profiles").glob("*.json"))

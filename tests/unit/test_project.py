@@ -1,4 +1,4 @@
-"""The SimGrid projection (emulation/project.py, emulation/simgrid_platform.py) on small cases.
+"""The SimGrid projection (emulation/simulator/core.py, emulation/simulator/platform.py) on small cases.
 
 - the platform holds every host, switch and directed link of the description, and SimGrid's
   own routes (read back with `Host.route_to`) equal `Topology.route`, ECMP and relays included;
@@ -20,7 +20,9 @@ import json
 
 import pytest
 
-from emulation import analysis, project, simgrid_platform
+from emulation import analysis
+from emulation.simulator import core as project
+from emulation.simulator import platform as simgrid_platform
 from emulation.expected import links_of
 from topologies.spec import build
 from workloads.algorithms import base
@@ -452,7 +454,7 @@ def test_a_terminated_projection_keeps_its_results_marked_failed(tmp_path):
     import time
 
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-m", "emulation.project", "--topo", "fattree,k=4", "--topo", "fattree,k=8",
+    proc = subprocess.Popen([sys.executable, "-m", "emulation.simulator.core", "--topo", "fattree,k=4", "--topo", "fattree,k=8",
                              "--algo", "ring,ps", "--ecmp", "two-level", "--mb", "1", "--out", str(out)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 60

@@ -14,6 +14,7 @@ import pytest
 from PIL import Image
 
 from emulation import report
+from emulation.results import columns
 from topologies.spec import build
 
 MB = 2**20
@@ -298,9 +299,9 @@ def test_results_columns_come_from_the_sets_that_apply():
 def test_a_broken_column_set_is_left_out_with_a_problem():
     def cells(rd):
         return ["only one"]
-    bad = report.ColumnSet("bad", report.columns.always, ("a", "b"), cells)
+    bad = report.ColumnSet("bad", columns.always, ("a", "b"), cells)
     header, rows, problems = report.results_table([rundata(1, algorithm="ring")], report.COLUMN_SETS + [bad])
     assert "a" not in header and len(rows[0]) == len(header)
     assert problems == ["results column set 'bad' left out: its cells do not match its 2 column(s)"]
     with pytest.raises(ValueError, match="needs a name and at least one column title"):
-        report.ColumnSet("empty", report.columns.always, (), cells)
+        report.ColumnSet("empty", columns.always, (), cells)

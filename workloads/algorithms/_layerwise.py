@@ -4,7 +4,7 @@ The four algorithms of the MG-WFBP paper (S. Shi, X. Chu, B. Li, "MG-WFBP: Effic
 Communication for Distributed Synchronous SGD Algorithms", IEEE INFOCOM 2019) differ only
 in how they group the model's parameter tensors ("layers", `PlanContext.layers`) into
 all-reduces: `wfbp` one per layer, `single` one for all (SyncEASGD), `fusion` fixed-size
-buckets, `mgwfbp` the merge rule's groups. The grouping itself is workloads/merge.py (pure,
+buckets, `mgwfbp` the merge rule's groups. The grouping itself is workloads/planners/merge.py (pure,
 tested there); this module turns one into a plan and carries it out. It defines no
 ALGORITHM, so the registry skips it; each algorithm is its own module.
 
@@ -48,7 +48,7 @@ import time
 
 import torch
 
-from workloads import merge
+from workloads.planners import merge
 from workloads.algorithms.base import DTYPE_BYTES, Flow, merge_flows, split
 from workloads.algorithms.ring import MAX_TAG, SEGMENT_ELEMENTS, ring_allreduce, ring_flows, ring_tags
 from workloads.linkmodel import LinkModel
@@ -140,7 +140,7 @@ def phases(plan: dict) -> list[list[Flow]]:
 
 
 def rounds(plan: dict) -> list[int]:
-    """Each group's ring: 2(N-1) rounds (the plan's a already prices them, see emulation/project.py)."""
+    """Each group's ring: 2(N-1) rounds (the plan's a already prices them, see emulation/simulator/core.py)."""
     return [2 * (plan["workers"] - 1)] * len(plan["groups"])
 
 

@@ -7,7 +7,7 @@ Algorithm(...)`. It has two halves (docs/STYLE.md: plan in pure functions, execu
   the closed form the captures are checked against), `groups(plan) -> [GroupSpec]` (extra
   process groups the executor needs) and, optionally, `phases(plan) -> [[Flow]]` (the same
   traffic cut into steps that run one after another, for the flow-level bound in
-  the SimGrid simulation, emulation/project.py; absent = one step, all flows at once) and,
+  the SimGrid simulation, emulation/simulator/core.py; absent = one step, all flows at once) and,
   optionally, `rounds(plan) -> [int]` (per step, the message rounds it waits through one
   after another, e.g. a ring's 2(N-1); the projection's latency term; absent = 1 per step);
 - executor: `execute(plan, comm, grads, state) -> torch.Tensor`, run inside the worker,
@@ -48,9 +48,9 @@ import pkgutil
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from workloads.specs import parse_spec
+from common.specs import parse_spec
+from common.units import DTYPE_BYTES
 
-DTYPE_BYTES = 4  # float32 gradients everywhere
 # TCP payload Gloo adds per point-to-point message: three 48-byte ops of its tcp pair
 # protocol, measured exactly with /proc/self/io on localhost for either posting order
 # (tests/parallel/test_contract.py) and consistent with the captures (docs/FIDELITY.md #10).

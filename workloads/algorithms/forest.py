@@ -6,7 +6,7 @@ workers, each aggregating and broadcasting one partition, near-optimal forest pa
 aggregation overlapped with broadcast). The packing follows Blink (MLSys 2020) and the
 bound ForestColl (arXiv 2402.06787); docs/forest.md says what is whose.
 
-Plan (pure; the planner is `workloads/forest.py`):
+Plan (pure; the planner is `workloads/planners/forest.py`):
 1. The network: routes and link capacities of the topology (`Topology.route` to the peer's
    NIC l address, bandwidth per directed link), or without a topology (localhost) a
    complete graph of equal links.
@@ -45,7 +45,7 @@ import time
 
 import torch
 
-from workloads import forest as packing
+from workloads.planners import forest as packing
 from workloads.algorithms import base
 from workloads.algorithms.base import DTYPE_BYTES, Algorithm, Flow, Option, merge_flows, number, split
 from workloads.gradients import as_flat

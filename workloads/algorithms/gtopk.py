@@ -188,7 +188,7 @@ def execute(plan: dict, comm, grads, state):
             msg = torch.cat([pairs, _bits(alive & torch.isin(theirs.indices, counted), plan["mask_bytes"])])
         comm.send(msg, dst, nic=nic, tag=BCAST_TAG).wait()
         comm.record(tree=0, stage=rounds + b, nic=nic, phase="broadcast", t0=t0, t1=time.time(),
-                    bytes=msg.numel() * 4)
+                    bytes=msg.numel() * msg.element_size())
         t0 = time.time()
     t_merge = time.perf_counter()
     if exact:  # 6.

@@ -50,6 +50,8 @@ from networkx.algorithms.flow import boykov_kolmogorov
 from scipy import sparse
 from scipy.optimize import linprog
 
+from common.units import DTYPE_BYTES
+
 MAX_TREES = 8
 ITERATIONS = 200  # column-generation rounds at most (BCube(4,2): 84, Fat-Tree k=8 with 64: 69)
 TOLERANCE = 1e-7  # a tree improves the LP when its dual cost is below 1 - TOLERANCE
@@ -62,7 +64,6 @@ ALPHA = 10.0  # congestion cost exp(ALPHA * utilization) when growing bounded tr
 # pair) become paths that later trees complement, instead of stars that block each other.
 BIASES = ((0.3, 0.0), (0.3, 0.5))
 PASSES = 3  # rip-up and re-grow rounds over the bounded trees
-DTYPE_BYTES = 4  # float32 (workloads.algorithms.base.DTYPE_BYTES; this module imports no torch)
 CHUNKS_PER_TREE = 32  # pipelined chunks a tree's partition is cut into, unless MIN/MAX_CHUNK say
 MIN_CHUNK, MAX_CHUNK = 1024, 16384  # elements: 4 KiB..64 KiB per Gloo message
 _SOURCE = ("forest", "source")  # the extra node of the ratio max-flow

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from emulation import checks
-from emulation.report.load import MB, RunData, bound_ratio, median_of, median_sync, num, sync_seconds
+from emulation.results.load import MB, RunData, bound_ratio, median_of, median_sync, num, sync_seconds
 
 NA = "–"
 

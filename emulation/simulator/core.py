@@ -9,7 +9,7 @@ same `Topology` in SimGrid's flow-level network model, at any size the descripti
     syncbed project experiments/default.yaml --measured docs/results/default     (validation)
 
 Split of duties:
-- `emulation/simgrid_platform.py`: Topology -> SimGrid platform (hosts, switches, directed
+- `emulation/simulator/platform.py`: Topology -> SimGrid platform (hosts, switches, directed
   links, the description's routes); pure data, then `instantiate`.
 - here, pure: `NetworkModel` (the SimGrid options and why), `simulable` (which plans have a
   simulated form), `check_buildable` / `estimate_memory` / `estimate_seconds` (refuse, in one
@@ -40,7 +40,7 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from emulation import simgrid_platform
+from emulation.simulator import platform as simgrid_platform
 from topologies.description import Topology
 from workloads.algorithms import base
 
@@ -534,7 +534,7 @@ def _check_growth(req: Request, name: str, raw: dict, topo: Topology, workers: i
     that cannot plan the small sizes (BML wants whole BCube levels) are planned as asked."""
     import math
 
-    from emulation.config import place
+    from topologies.placement import place
 
     if workers <= 2 * GROWTH_FROM[-1]:
         return
@@ -568,7 +568,7 @@ def _check_growth(req: Request, name: str, raw: dict, topo: Topology, workers: i
 def prepare(req: Request, topo: Topology | None = None) -> Prepared:
     """Build, place and plan, estimate memory and time; refuse (ValueError, one line) what cannot
     be simulated or would not fit. Nothing is simulated yet."""
-    from emulation.config import place
+    from topologies.placement import place
     from topologies import spec
 
     if topo is None:
@@ -617,7 +617,7 @@ def less_background(platform, topo: Topology, background) -> dict:
     Returns {links: how many were reduced, notes}."""
     if not background:
         return {"links": 0, "notes": []}
-    from workloads import forest
+    from workloads.planners import forest
 
     load, notes = forest.background_load(topo, background)
     for link, rate in load.items():
