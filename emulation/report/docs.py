@@ -9,7 +9,7 @@ A doc marks each generated table:
     (anything: replaced)
     <!-- end generated -->
 
-and `TABLES` (emulation/report/doctables.py) says how TABLE-ID is built: the files it reads
+and `TABLES` (emulation/report/doctables/) says how TABLE-ID is built: the files it reads
 under docs/results (`Table.sources`) and a pure function from their parsed contents to
 Markdown lines (`Table.build`). Each block ends with a line naming its source folders. A
 source that is missing or unreadable fails that block loudly (`MissingSource`), never an
@@ -172,7 +172,7 @@ def run(docs: Path = DOCS, results: Path = RESULTS, check: bool = False, tables:
         rel = path.relative_to(docs.parent)
         new, changed, unknown = regenerate_text(text, built)
         shown |= set(block_ids(text))
-        problems += [f"{rel}: block `{tid}` names no table (known: see emulation/report/doctables.py)"
+        problems += [f"{rel}: block `{tid}` names no table (known: see emulation/report/doctables/)"
                      for tid in unknown if tid not in tables]
         problems += [f"{rel}: block `{tid}` could not be built: {failed[tid]}" for tid in block_ids(text)
                      if tid in failed]

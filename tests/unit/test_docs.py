@@ -1,4 +1,4 @@
-"""emulation/report/docs.py and doctables.py: docs/ regenerated from docs/results, and nothing else.
+"""emulation/report/docs.py and doctables/: docs/ regenerated from docs/results, and nothing else.
 
 The first test is the one that keeps the docs honest: every generated block of every doc, rebuilt
 from the committed result files, must equal what the doc holds. The others check the mechanism on
@@ -96,9 +96,9 @@ def test_one_missing_source_among_several_is_named(tmp_path):
 
 def test_a_builder_refuses_a_summary_without_the_run_it_needs(tmp_path):
     runs = [{"status": "ok", "algorithm": "ring", "algo_spec": "ring", "workers": 4, "topology": "fattree(4)"}]
-    data = {rel: {"runs": runs} for rel in doctables.GTOPK_FATTREE}
+    data = {rel: {"runs": runs} for rel in doctables.gtopk.GTOPK_FATTREE}
     with pytest.raises(ValueError, match="0 runs match"):
-        doctables.gtopk_compression(data)
+        doctables.gtopk.gtopk_compression(data)
 
 
 def test_unknown_blocks_unused_tables_and_unclosed_markers_are_problems(tmp_path):
@@ -136,13 +136,13 @@ def test_only_the_results_readme_of_docs_results_is_a_doc(tmp_path):
 def test_fit_round_latency_recovers_a_known_line():
     c, lat = 1.02, 0.003
     points = [(c * s + lat * k, s, k) for s, k in ((3.2, 30), (1.5, 16), (9.0, 6), (0.8, 62), (2.0, 14))]
-    got = doctables.fit_round_latency(points)
+    got = doctables.projection.fit_round_latency(points)
     assert got == pytest.approx((c, lat), rel=1e-9)
 
 
 def test_fit_round_latency_is_least_squares_on_noisy_points():
     points = [(3.30, 3.2, 30), (1.60, 1.5, 16), (9.05, 9.0, 6), (1.00, 0.8, 62)]
-    c, lat = doctables.fit_round_latency(points)
+    c, lat = doctables.projection.fit_round_latency(points)
     residual = sum((m - c * s - lat * k) ** 2 for m, s, k in points)
     for dc, dl in ((1e-3, 0), (-1e-3, 0), (0, 1e-5), (0, -1e-5)):  # any step away costs more
         assert sum((m - (c + dc) * s - (lat + dl) * k) ** 2 for m, s, k in points) > residual
@@ -151,21 +151,21 @@ def test_fit_round_latency_is_least_squares_on_noisy_points():
 @pytest.mark.parametrize("points", [[], [(1.0, 1.0, 10)], [(1.0, 1.0, 10), (2.0, 2.0, 20)]])
 def test_fit_round_latency_refuses_what_cannot_separate_the_two_terms(points):
     with pytest.raises(ValueError, match="two runs"):
-        doctables.fit_round_latency(points)
+        doctables.projection.fit_round_latency(points)
 
 
 def test_the_split_is_by_folder_name_and_stable():
-    names = [doctables.projected_name(f) for f in doctables.PROJECTED]
-    halves = {n: doctables.in_fit_half(n) for n in names}
-    assert halves == {n: doctables.in_fit_half(n) for n in names}  # deterministic
+    names = [doctables.projection.projected_name(f) for f in doctables.projection.PROJECTED]
+    halves = {n: doctables.projection.in_fit_half(n) for n in names}
+    assert halves == {n: doctables.projection.in_fit_half(n) for n in names}  # deterministic
     assert any(halves.values()) and not all(halves.values())
-    assert doctables.projected_name("forest-scenarios/forest-s1-homogeneous") == "forest-s1-homogeneous"
-    assert doctables.projected_name("gtopk-scaling-fattree/p4") == "gtopk-scaling-fattree-p4"
+    assert doctables.projection.projected_name("forest-scenarios/forest-s1-homogeneous") == "forest-s1-homogeneous"
+    assert doctables.projection.projected_name("gtopk-scaling-fattree/p4") == "gtopk-scaling-fattree-p4"
 
 
 def test_a_projection_older_than_its_measured_folder_is_refused():
-    folder = doctables.PROJECTED[0]
-    name = doctables.projected_name(folder)
+    folder = doctables.projection.PROJECTED[0]
+    name = doctables.projection.projected_name(folder)
     measured = {"runs": [{"status": "ok", "topology": "t", "algorithm": "ring", "algo_spec": "ring", "model": "m",
                           "median_sync_seconds": 2.0}]}
     proj = {"runs": [{"topology": "t", "algo_spec": "ring", "model": "m", "rounds_per_sync": 6,
@@ -174,6 +174,6 @@ def test_a_projection_older_than_its_measured_folder_is_refused():
                             "simulated_seconds": 1.0}]}
     data = {f"{folder}/summary.json": measured, f"projection-vs-measured/{name}/summary.json": proj}
     with pytest.raises(ValueError, match="rerun `bash scripts/project_measured.sh"):
-        doctables._validation({**data, **{f"{f}/summary.json": measured for f in doctables.PROJECTED},
-                               **{f"projection-vs-measured/{doctables.projected_name(f)}/summary.json": proj
-                                  for f in doctables.PROJECTED}})
+        doctables.projection._validation({**data, **{f"{f}/summary.json": measured for f in doctables.projection.PROJECTED},
+                               **{f"projection-vs-measured/{doctables.projection.projected_name(f)}/summary.json": proj
+                                  for f in doctables.projection.PROJECTED}})

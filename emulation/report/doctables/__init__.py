@@ -1,0 +1,57 @@
+"""The generated tables of docs/: each a `Table` of emulation/report/docs.py.
+
+Every builder is pure: the parsed files it names in, Markdown lines out. They reuse what the
+report and the paper modules already compute (median sync, speed-ups, pairings, scaling
+rows) and add only what a doc compares across folders. A builder raises on what it cannot
+build (a run a table needs is absent), so a doc never shows a silently shortened table.
+Sentences that carry measured numbers (how many, which range, which run) are built here
+too, under their table, so the prose around a block never has to repeat a number.
+
+One module per doc (common.py: what they share); this registry lists every table.
+"""
+from __future__ import annotations
+
+from emulation.report.docs import Table
+from emulation.report.doctables.bml import (
+    BML_FOLDERS, BML_REPEATS, BML_TRAINING, bml_jct_sensitivity, bml_jct_spread, bml_summary, bml_training)
+from emulation.report.doctables.dfs import DFS, dfs_headline, dfs_runs
+from emulation.report.doctables.forest import (
+    FOREST, FOREST_VARIANTS, _forest_rel, forest_scenarios, forest_variants)
+from emulation.report.doctables.gtopk import (
+    GTOPK_FATTREE, GTOPK_SCALING, gtopk_beside_paper, gtopk_compression, gtopk_convergence, gtopk_scaling_all)
+from emulation.report.doctables.hd import HD_FOLDERS, hd_default
+from emulation.report.doctables.mgwfbp import (
+    MGWFBP_ALL, MGWFBP_MATRIX, MGWFBP_SETTINGS, _sources, mgwfbp_matrix, mgwfbp_settings, mgwfbp_slower)
+from emulation.report.doctables.projection import (
+    ADDITIVITY, BML_SCALE, PROJECTION_SOURCES, RUNTIMES, SWEEP, projection_bml_scale, projection_families,
+    projection_latency_fit, projection_runtimes, projection_sweep, projection_validation)
+from emulation.report.doctables.results import FIDELITY_FOLDERS, RESULTS_INDEX, fidelity_bounds, results_index
+
+TABLES = {t.id: t for t in [
+    Table("gtopk-compression", GTOPK_FATTREE, gtopk_compression),
+    Table("gtopk-convergence", ("convergence-gtopk/summary.json", "convergence-gtopk/seeds-p16/seed1/summary.json",
+                                "convergence-gtopk/seeds-p16/seed2/summary.json"), gtopk_convergence),
+    Table("gtopk-beside-paper", GTOPK_SCALING, gtopk_beside_paper),
+    Table("gtopk-scaling", GTOPK_SCALING, gtopk_scaling_all),
+    Table("mgwfbp-settings", _sources(MGWFBP_SETTINGS), mgwfbp_settings),
+    Table("mgwfbp-matrix", _sources(MGWFBP_MATRIX), mgwfbp_matrix),
+    Table("mgwfbp-slower", _sources(MGWFBP_ALL), mgwfbp_slower),
+    Table("forest-scenarios", tuple(_forest_rel(f) for f in FOREST), forest_scenarios),
+    Table("forest-variants", tuple(_forest_rel(f) for f in FOREST_VARIANTS), forest_variants),
+    Table("dfs-runs", (DFS,), dfs_runs),
+    Table("dfs-headline", (DFS,), dfs_headline),
+    Table("fidelity-bounds", tuple(f"{f}/summary.json" for f in FIDELITY_FOLDERS), fidelity_bounds),
+    Table("bml-summary", tuple(f"{f}/summary.json" for f in BML_FOLDERS + BML_REPEATS), bml_summary),
+    Table("hd-default", tuple(f"{f}/{name}" for f in HD_FOLDERS for name in ("summary.json", "config.yaml")),
+          hd_default),
+    Table("bml-training", tuple(f"{f}/summary.json" for f in BML_TRAINING), bml_training),
+    Table("bml-jct-spread", tuple(f"{f}/summary.json" for f in BML_FOLDERS + BML_REPEATS), bml_jct_spread),
+    Table("bml-jct-sensitivity", tuple(f"{f}/summary.json" for f in BML_FOLDERS + BML_REPEATS), bml_jct_sensitivity),
+    Table("results-index", tuple(f"{f}/summary.json" for fs in RESULTS_INDEX.values() for f in fs), results_index),
+    Table("projection-validation", PROJECTION_SOURCES, projection_validation),
+    Table("projection-latency-fit", PROJECTION_SOURCES + ADDITIVITY, projection_latency_fit),
+    Table("projection-families", PROJECTION_SOURCES, projection_families),
+    Table("projection-sweep", SWEEP, projection_sweep),
+    Table("projection-bml-scale", BML_SCALE, projection_bml_scale),
+    Table("projection-runtimes", RUNTIMES, projection_runtimes),
+]}
