@@ -286,6 +286,39 @@ def cmd_docs(args) -> int:
     return docs.main(["--check"] if args.check else [])
 
 
+def cmd_project(args) -> int:
+    """The same plans in SimGrid, at any size (emulation/simulator/): needs no root, no emulator."""
+    import signal
+    import time
+
+    from emulation.simulator import core, sweep
+
+    s = sweep.Sweep(**{k: v for k, v in vars(args).items() if k not in ("cmd", "fn")})
+    if hasattr(sys.stdout, "reconfigure"):  # progress lines as they happen, also into a log file
+        sys.stdout.reconfigure(line_buffering=True)
+    why = core.simgrid_available()
+    if why:
+        print(f"project: {why}", file=sys.stderr)
+        return 2
+    started = time.strftime("%Y-%m-%dT%H:%M:%S")
+    try:  # every refusal before the first simulation
+        measured = sweep.resolve_measured(s)
+        preps = sweep.prepare_all(s, measured)
+    except ValueError as e:
+        print(f"project: {e}", file=sys.stderr)
+        return 2
+
+    def stop(signum, frame):  # a timeout's SIGTERM ends the projection like Ctrl-C: results marked failed
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, stop)
+    out, summary = sweep.run(s, preps, measured, started)
+    print(f"wrote {out / 'summary.json'}, {out / 'report.md'}")
+    if summary["status"] != "ok":
+        print(f"project: {summary['error']}", file=sys.stderr)
+        return 130 if summary["error"] == "interrupted" else 1
+    return 0 if all(r["payload_equal"] for r in summary["runs"]) else 1
+
+
 def cmd_clean(args) -> int:
     from emulation.state import Lock, LockedError, cleanup
 
@@ -367,23 +400,53 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("docs", help="regenerate every table of measured numbers in docs/ from docs/results")
     d.add_argument("--check", action="store_true", help="write nothing; exit 1 naming each table that differs")
     d.set_defaults(fn=cmd_docs)
-    sub.add_parser("project", add_help=False,  # main() hands its arguments to emulation.simulator.core.main
-                   help="simulate the same plans in SimGrid, at any size (syncbed project --help)")
+    add_project(sub)
     c = sub.add_parser("clean", help="remove what a crashed run left behind")
     c.set_defaults(fn=cmd_clean)
     return p
 
 
+def add_project(sub) -> None:
+    """`syncbed project`: its options are the fields of `sweep.Sweep` (their defaults too)."""
+    from emulation.simulator.core import MODES
+    from emulation.simulator.sweep import Sweep
+    from topologies.placement import PLACEMENTS
+    from topologies.spec import ECMP_METHODS
+
+    ap = sub.add_parser("project", help="simulate the same plans in SimGrid, at any size (no root)",
+                        description="Project an algorithm's sync schedule to thousands of workers in SimGrid "
+                                    "(issue #11).")
+    ap.add_argument("experiment", nargs="?", help="an experiment file (experiments/*.yaml): its runs, planned as "
+                    "syncbed run plans them (instead of --topo/--algo)")
+    ap.add_argument("--topo", action="append", help="bcube,n=N,k=K | fattree,k=K; repeat for a sweep over sizes")
+    ap.add_argument("--algo", action="append",
+                    help="algorithm specs, e.g. ring,ps or gtopk,density=0.001 (repeatable, as syncbed run's)")
+    ap.add_argument("--workers", type=int, help="worker ranks (default: every host minus --servers)")
+    ap.add_argument("--servers", type=int, default=Sweep.servers, help="dedicated parameter servers (ps)")
+    ap.add_argument("--mb", type=float, default=Sweep.mb, help="gradient MiB (one layer) when no --model")
+    ap.add_argument("--model", help="a model of the registry (per-layer sizes and backward times), e.g. resnet50")
+    ap.add_argument("--alpha", type=float, help="all-reduce start-up a, seconds (layer-wise planners; with --beta)")
+    ap.add_argument("--beta", type=float, help="all-reduce seconds per byte b (layer-wise planners; with --alpha)")
+    ap.add_argument("--round-latency", type=float, default=Sweep.round_latency,
+                    help="seconds per message round (a ring's 2(N-1) rounds, PS's 1 per phase); default 0: "
+                         "bandwidth only. The MG-WFBP authors' 16-worker 10GbE a = 0.908 ms is 30 us per round")
+    ap.add_argument("--bw", type=float, default=Sweep.bw, help="Mbit/s on every link")
+    ap.add_argument("--ecmp", default=Sweep.ecmp, choices=ECMP_METHODS)
+    ap.add_argument("--placement", default=Sweep.placement, choices=PLACEMENTS)
+    ap.add_argument("--mode", default=Sweep.mode, choices=MODES,
+                    help="driver: one actor starts every message of a step (fast); ranks: one actor per rank")
+    ap.add_argument("--max-memory-gb", type=float, help="refuse above this estimate (default: MemAvailable)")
+    ap.add_argument("--max-minutes", type=float, default=Sweep.max_minutes,
+                    help="refuse above this CPU-time estimate")
+    ap.add_argument("--skip-too-large", action="store_true",
+                    help="in a sweep, skip (and name in the report) what the memory or time estimate refuses")
+    ap.add_argument("--measured", help="a results folder of the same experiment: simulated against measured, per run")
+    ap.add_argument("--out", help="folder for summary.json, report.md, plots (default results/project-<time>)")
+    ap.set_defaults(fn=cmd_project)
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["project"]:  # its own options (emulation/simulator/core.py); needs no root, no emulator
-        from emulation.simulator import core as project
-
-        try:
-            return project.main(argv[1:])
-        except KeyboardInterrupt:
-            print("syncbed: interrupted", file=sys.stderr)
-            return 130
     args = build_parser().parse_args(argv)
     try:
         return args.fn(args)

@@ -1,5 +1,5 @@
-"""The command line's rule for bad input, shared by `syncbed` (emulation/cli.py) and `syncbed
-project` (emulation/simulator/core.py): one line saying what is wrong and what is valid, exit code 2
+"""The command line's rule for bad input, for `syncbed` and each of its subcommands (emulation/cli.py,
+whose subparsers are made of this class): one line saying what is wrong and what is valid, exit code 2
 (argparse's default prints its whole usage first). Imports nothing of the project, so a bad
 option is refused before anything heavy loads."""
 from __future__ import annotations

@@ -21,6 +21,6 @@ for f in "${folders[@]}"; do
   name=${f#forest-scenarios/}; name=${name//\//-}
   while busy; do echo "an emulation holds /run/syncbed/lock: waiting 30 s"; sleep 30; done
   echo "== $f -> docs/results/projection-vs-measured/$name"
-  .venv/bin/python -m emulation.simulator.core --measured "docs/results/$f" \
+  .venv/bin/python -m emulation.cli project --measured "docs/results/$f" \
       --out "docs/results/projection-vs-measured/$name"
 done

@@ -20,7 +20,9 @@ Split of duties:
   message of a step with `Comm.sendto_async` and waits for all of them (the step barrier
   the emulation's analysis also assumes), or, for comparison, one actor per rank (`mode`);
 - `project`: one run record with the emulation's summary.json field names plus
-  `"simulated": true`; `main`: the CLI.
+  `"simulated": true`.
+The sweep of a command (its projections, the measured runs, the results folder) is
+`emulation/simulator/sweep.py`; its options are `syncbed project`'s (emulation/cli.py).
 
 Messages. Every `Flow(src, dst, nic, bytes, messages)` of a step becomes one SimGrid
 communication of `bytes + messages * GLOO_FRAMING_BYTES` (its TCP payload on the wire, what
@@ -28,13 +30,10 @@ the captures measure) from src's host to dst's NIC `nic`, along `Topology.route`
 """
 from __future__ import annotations
 
-import argparse
-import json
 import multiprocessing
 import os
 import resource
 import signal
-import sys
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -399,7 +398,7 @@ def _run_in_engine(platform, sched, model: NetworkModel, mode: str, inspect: boo
 
 
 def _child(conn, args) -> None:
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the parent's handler (main) is not ours
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the parent's handler (syncbed project's) is not ours
     try:
         conn.send(("ok", _run_in_engine(*args)))
     except BaseException as e:  # noqa: BLE001 - reported to the parent, which raises
@@ -721,234 +720,3 @@ def project(req: Request | Prepared, topo: Topology | None = None, inspect: bool
     if inspect:
         rec.update(_sim=sim, _platform=platform, _steps=p.steps, _sched=sched)
     return rec
-
-
-# ---- CLI --------------------------------------------------------------------------------
-def _fmt(x, unit="s"):
-    return "-" if x is None else f"{x:.4f} {unit}"
-
-
-def _requests(a, measured: dict) -> list[tuple[Request, Topology | None]]:
-    """The command line's projections: every --topo with every --algo (or the experiment file's
-    runs, planned by config.validate exactly as `syncbed run` plans them)."""
-    from topologies import spec
-
-    if not a.round_latency >= 0:
-        raise ValueError(f"--round-latency {a.round_latency} must be a number of seconds >= 0")
-    limits = dict(mode=a.mode, max_memory=a.max_memory_gb * 2**30 if a.max_memory_gb else None,
-                  max_seconds=a.max_minutes * 60, round_latency=a.round_latency)
-    if a.experiment:
-        from emulation import config
-
-        cfg = config.load(a.experiment)
-        runs = config.validate(cfg)
-        out = []
-        for run in runs:
-            m = measured.get((run.topology.name, run.spec or run.algorithm, run.model.spec))
-            if m is not None:
-                _as_measured(run, m, cfg)
-            req = Request(run.topology.name, run.spec or run.algorithm, run.workers, run.servers,
-                          bw=cfg.bw, ecmp=cfg.ecmp, placement=cfg.placement, **limits)
-            out.append((req, run))
-        return out
-    if not a.topo or not a.algo:
-        raise ValueError("give an experiment file, --measured with a results folder, or --topo and --algo")
-    link = None
-    if (a.alpha is None) != (a.beta is None):
-        raise ValueError("--alpha and --beta go together (an all-reduce of m bytes takes alpha + beta * m)")
-    if a.alpha is not None:
-        if a.alpha < 0 or a.beta < 0:
-            raise ValueError(f"--alpha {a.alpha} and --beta {a.beta} must be >= 0")
-        link = {"alpha": a.alpha, "beta": a.beta, "source": "given (--alpha, --beta)"}
-    reqs = []
-    for topo in a.topo:
-        spec.parse(topo)
-        for n, o in base.parse_algos(a.algo):
-            reqs.append((Request(topo, base.spec_of(n, o), a.workers, a.servers, a.mb, a.bw, a.ecmp, a.placement,
-                                 model=a.model, link=link, **limits), None))
-    return reqs
-
-
-def _as_measured(run, m: dict, cfg) -> None:
-    """Plan `run` (in place) as the measured run `m` was planned once its runner had measured:
-    the all-reduce a, b it measured (layer-wise planners, and the real-setting scaling of sizes
-    and compute, replan.apply_link) and its background flows' probed rates (forest)."""
-    from emulation import replan
-    from workloads.linkmodel import LinkModel
-
-    if m.get("alpha_seconds") is not None and m.get("beta_seconds_per_byte") is not None \
-            and (cfg.real_setting or "link" in base.get(run.algorithm).needs):
-        link = LinkModel(float(m["alpha_seconds"]), float(m["beta_seconds_per_byte"]),
-                         source="the measured run's summary.json")
-        replan.apply_link(run, link, cfg.real_setting)
-    probed = {(f.get("src"), f.get("dst")): f.get("measured_mbps") for f in m.get("background_flows") or []}
-    if replan.needs_background(run) and all(probed.get((f["src"], f["dst"])) is not None for f in run.background):
-        replan.apply_background(run, [{**f, "measured_mbps": probed[(f["src"], f["dst"])]} for f in run.background])
-
-
-def _measured_runs(folder) -> dict:
-    """(topology, algo_spec, model) -> run record of a measured results folder's summary.json."""
-    path = Path(folder) / "summary.json"
-    if not path.is_file():
-        raise ValueError(f"--measured {folder}: no summary.json there (give a results folder of syncbed run)")
-    runs = json.loads(path.read_text()).get("runs", [])
-    return {(r.get("topology"), r.get("algo_spec", r.get("algorithm")), r.get("model")): r for r in runs}
-
-
-def prepare_all(a, measured: dict, log=print) -> list[Prepared]:
-    """Every projection of the command, checked (one line, ValueError) before any is simulated."""
-    from topologies import spec
-
-    preps, built = [], {}
-    for req, run in _requests(a, measured):
-        if run is not None:
-            why = simulable(base.get(run.algorithm))
-            if why:  # an experiment file's run with no simulated form: named and skipped
-                log(f"skipping {run.topology.name} {run.spec or run.algorithm}: {why}")
-                a.skipped.append({"topology": run.topology.name, "algo_spec": run.spec or run.algorithm,
-                                  "model": run.model.spec, "why": why})
-                continue
-            preps.append(prepare_planned(run, req))
-            continue
-        try:
-            if req.topo not in built:
-                check_buildable(req.topo, req.max_memory)
-                log(f"building {req.topo} ...")
-                built[req.topo] = simgrid_platform.indexed(spec.build(req.topo, bw=req.bw, ecmp=req.ecmp))
-            preps.append(prepare(req, built[req.topo]))
-        except base.NotAccepted as e:  # a sweep skips (and names) the sizes an algorithm does not take
-            if len(a.topo) < 2:
-                raise
-            log(f"skipping {req.topo} {req.algo}: {e}")
-            a.skipped.append({"topology": req.topo, "algo_spec": req.algo, "model": req.model or f"synthetic,mb={req.mb:g}",
-                              "why": str(e)})
-        except TooLarge as e:
-            if not a.skip_too_large:
-                raise
-            log(f"skipping {req.topo} {req.algo}: {e}")
-            a.skipped.append({"topology": req.topo, "algo_spec": req.algo, "model": req.model or f"synthetic,mb={req.mb:g}",
-                              "why": str(e)})
-    return preps
-
-
-def validation_rows(runs: list, measured: dict) -> list[dict]:
-    """Simulated against measured, per run of a measured folder (matched by topology, spec, model)."""
-    rows = []
-    for r in runs:
-        m = measured.get((r["topology"], r["algo_spec"], r["model"]))
-        if m is None:
-            continue
-        meas = m.get("median_sync_seconds")
-        sim = r["median_sync_seconds"]
-        row = {"topology": r["topology"], "algo_spec": r["algo_spec"], "model": r["model"], "workers": r["workers"],
-               "measured_seconds": meas, "simulated_seconds": sim,
-               "sim_over_measured": sim / meas if sim is not None and meas else None,
-               "bound_seconds": r["bound_seconds"],
-               "measured_over_bound": meas / r["bound_seconds"] if meas and r["bound_seconds"] else None,
-               "faithful": m.get("faithful"), "status": m.get("status")}
-        if r.get("simulated_iteration_seconds") is not None and m.get("iteration_seconds"):
-            import statistics
-
-            mi = statistics.median(m["iteration_seconds"])
-            row.update(measured_iteration_seconds=mi, simulated_iteration_seconds=r["simulated_iteration_seconds"],
-                       iteration_sim_over_measured=r["simulated_iteration_seconds"] / mi if mi else None)
-        rows.append(row)
-    return rows
-
-
-def main(argv=None) -> int:
-    from topologies import spec
-
-    from emulation.cliargs import OneLineParser  # one line and exit 2 on bad options, as syncbed's
-
-    ap = OneLineParser(prog="syncbed project", description=__doc__.split("\n")[0])
-    ap.add_argument("experiment", nargs="?", help="an experiment file (experiments/*.yaml): its runs, planned as "
-                    "syncbed run plans them (instead of --topo/--algo)")
-    ap.add_argument("--topo", action="append", help="bcube,n=N,k=K | fattree,k=K; repeat for a sweep over sizes")
-    ap.add_argument("--algo", action="append",
-                    help="algorithm specs, e.g. ring,ps or gtopk,density=0.001 (repeatable, as syncbed run's)")
-    ap.add_argument("--workers", type=int, help="worker ranks (default: every host minus --servers)")
-    ap.add_argument("--servers", type=int, default=0, help="dedicated parameter servers (ps)")
-    ap.add_argument("--mb", type=float, default=4.0, help="gradient MiB (one layer) when no --model")
-    ap.add_argument("--model", help="a model of the registry (per-layer sizes and backward times), e.g. resnet50")
-    ap.add_argument("--alpha", type=float, help="all-reduce start-up a, seconds (layer-wise planners; with --beta)")
-    ap.add_argument("--beta", type=float, help="all-reduce seconds per byte b (layer-wise planners; with --alpha)")
-    ap.add_argument("--round-latency", type=float, default=0.0,
-                    help="seconds per message round (a ring's 2(N-1) rounds, PS's 1 per phase); default 0: "
-                         "bandwidth only. The MG-WFBP authors' 16-worker 10GbE a = 0.908 ms is 30 us per round")
-    ap.add_argument("--bw", type=float, default=1000.0, help="Mbit/s on every link")
-    ap.add_argument("--ecmp", default="hash", choices=spec.ECMP_METHODS)
-    ap.add_argument("--placement", default="ordered", choices=("ordered", "spread"))
-    ap.add_argument("--mode", default="driver", choices=MODES,
-                    help="driver: one actor starts every message of a step (fast); ranks: one actor per rank")
-    ap.add_argument("--max-memory-gb", type=float, help="refuse above this estimate (default: MemAvailable)")
-    ap.add_argument("--max-minutes", type=float, default=60.0, help="refuse above this CPU-time estimate")
-    ap.add_argument("--skip-too-large", action="store_true",
-                    help="in a sweep, skip (and name in the report) what the memory or time estimate refuses")
-    ap.add_argument("--measured", help="a results folder of the same experiment: simulated against measured, per run")
-    ap.add_argument("--out", help="folder for summary.json, report.md, plots (default results/project-<time>)")
-    a = ap.parse_args(argv)
-    a.skipped = []
-    if hasattr(sys.stdout, "reconfigure"):  # progress lines as they happen, also into a log file
-        sys.stdout.reconfigure(line_buffering=True)
-    why = simgrid_available()
-    if why:
-        print(f"project: {why}", file=sys.stderr)
-        return 2
-    started = time.strftime("%Y-%m-%dT%H:%M:%S")
-    try:  # every refusal before the first simulation
-        if a.measured and not a.experiment:  # the folder's own config.yaml, as syncbed run saved it
-            if a.topo or a.algo:
-                raise ValueError("--measured simulates the measured folder's own experiment: drop --topo and --algo")
-            a.experiment = str(Path(a.measured) / "config.yaml")
-            if not Path(a.experiment).is_file():
-                raise ValueError(f"--measured {a.measured}: no config.yaml there (give a results folder of syncbed run)")
-        measured = _measured_runs(a.measured) if a.measured else {}
-        preps = prepare_all(a, measured)
-    except ValueError as e:
-        print(f"project: {e}", file=sys.stderr)
-        return 2
-    out = Path(a.out) if a.out else Path("results") / f"project-{time.strftime('%Y%m%d-%H%M%S')}"
-    out.mkdir(parents=True, exist_ok=True)
-    summary = {"status": "running", "error": None, "simulated": True,
-               "experiment": a.experiment or f"project {' '.join(a.topo)} {' '.join(a.algo)}",
-               "started": started, "finished": None, "runs": [], "networks": [], "skipped": a.skipped}
-    runs = summary["runs"]
-
-    def stop(signum, frame):  # a timeout's SIGTERM ends the projection like Ctrl-C: results marked failed
-        raise KeyboardInterrupt
-    signal.signal(signal.SIGTERM, stop)
-    try:
-        for i, p in enumerate(preps, 1):
-            print(f"[{i}/{len(preps)}] {p.topo.name} {p.spec} {p.model}: {len(p.hosts)} hosts, "
-                  f"estimated {p.cpu_seconds:.1f} CPU s")
-            rec = project(p, log=print)
-            s = rec["simulator"]
-            print(f"  simulated {_fmt(rec['median_sync_seconds'])}, busiest-link bound {_fmt(rec['bound_seconds'])} "
-                  f"(x{rec['sync_over_bound']:.3f}); bytes per NIC "
-                  f"{'= closed form' if rec['payload_equal'] else '!= closed form'} "
-                  f"({len(rec['payload_bytes_expected'])} NICs); simulator {s['wall_seconds']:.1f} s wall "
-                  f"(routes {s['route_seconds']:.1f}, platform {s['platform_seconds']:.1f}, run {s['run_seconds']:.1f})")
-            runs.append(rec)
-            (out / "summary.json").write_text(json.dumps(summary, indent=1))  # partial results stay
-        summary["status"] = "ok"
-    except KeyboardInterrupt:
-        summary.update(status="failed", error="interrupted")
-    except (RuntimeError, OSError) as e:
-        summary.update(status="failed", error=str(e).splitlines()[0])
-    summary["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S")
-    if measured:
-        summary["validation"] = validation_rows(runs, measured)
-    (out / "summary.json").write_text(json.dumps(summary, indent=1))
-    from emulation.report import projection as report
-
-    report.write(out, summary)
-    print(f"wrote {out / 'summary.json'}, {out / 'report.md'}")
-    if summary["status"] != "ok":
-        print(f"project: {summary['error']}", file=sys.stderr)
-        return 130 if summary["error"] == "interrupted" else 1
-    return 0 if all(r["payload_equal"] for r in runs) else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

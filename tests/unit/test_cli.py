@@ -466,8 +466,8 @@ def test_cleanup_removes_exactly_what_it_recorded(state_dir, monkeypatch):
 def test_algo_is_repeatable_for_run_and_project(monkeypatch):
     """Issue #19: `syncbed run --algo ring --algo ps` ran only ps (argparse kept the last
     --algo), though the README says it may be repeated; `syncbed project` the same."""
-    from emulation import config
-    from emulation.simulator import core as project
+    from emulation import cli, config
+    from emulation.simulator import core, sweep
     from emulation.cli import build_parser
 
     args = build_parser().parse_args(["run", "--topo", "fattree,k=4", "--algo", "ring",
@@ -480,14 +480,14 @@ def test_algo_is_repeatable_for_run_and_project(monkeypatch):
 
     seen = {}
 
-    def stop(a, measured):  # what the command line asked for, before anything is simulated
-        seen["args"] = a
+    def stop(s, measured):  # what the command line asked for, before anything is simulated
+        seen["sweep"] = s
         raise ValueError("stopped by the test")
-    monkeypatch.setattr(project, "simgrid_available", lambda: None)
-    monkeypatch.setattr(project, "prepare_all", stop)
-    assert project.main(["--topo", "fattree,k=4", "--algo", "ring", "--algo", "ps"]) == 2
-    assert seen["args"].algo == ["ring", "ps"]
-    assert [req.algo for req, _ in project._requests(seen["args"], {})] == ["ring", "ps"]
+    monkeypatch.setattr(core, "simgrid_available", lambda: None)
+    monkeypatch.setattr(sweep, "prepare_all", stop)
+    assert cli.main(["project", "--topo", "fattree,k=4", "--algo", "ring", "--algo", "ps"]) == 2
+    assert seen["sweep"].algo == ["ring", "ps"]
+    assert [req.algo for req, _ in sweep.requests(seen["sweep"], {})] == ["ring", "ps"]
 
 
 def test_keep_refuses_a_folder_that_is_not_results_and_a_dest_that_is_not_empty(tmp_path, capsys):

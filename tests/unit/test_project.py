@@ -1,4 +1,5 @@
-"""The SimGrid projection (emulation/simulator/core.py, emulation/simulator/platform.py) on small cases.
+"""The SimGrid projection (emulation/simulator/core.py, platform.py, sweep.py; `syncbed project` in
+emulation/cli.py) on small cases.
 
 - the platform holds every host, switch and directed link of the description, and SimGrid's
   own routes (read back with `Host.route_to`) equal `Topology.route`, ECMP and relays included;
@@ -32,6 +33,13 @@ pytestmark = [pytest.mark.unit,
                                  reason=f"SimGrid is not importable: {project.simgrid_available()}")]
 
 MB4 = 4 * 2**20
+
+
+def main(argv) -> int:
+    """`syncbed project ARGV` in this process (emulation/cli.py's subcommand), its exit code."""
+    from emulation import cli
+
+    return cli.main(["project", *argv])
 
 
 def _inspect(topo, pairs):
@@ -316,14 +324,14 @@ def test_unsimulable_and_too_large_are_refused_in_one_line():
     (["--topo", "bcube,n=16,k=3", "--algo", "ring", "--max-memory-gb", "16"], "GiB just to describe"),
 ])
 def test_cli_bad_input_is_one_line_and_exit_2(argv, what, capsys, tmp_path):
-    assert project.main(argv + ["--out", str(tmp_path / "out")]) == 2
+    assert main(argv + ["--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("project: ") and what in err and "\n" not in err
     assert not (tmp_path / "out").exists()  # refused before any simulation
 
 
 def test_cli_writes_the_emulations_summary_fields(capsys, tmp_path):
-    assert project.main(["--topo", "fattree,k=4", "--algo", "ring,ps", "--workers", "8", "--mb", "1", "--bw", "20",
+    assert main(["--topo", "fattree,k=4", "--algo", "ring,ps", "--workers", "8", "--mb", "1", "--bw", "20",
                          "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "simulated" in out and "= closed form" in out
@@ -350,7 +358,7 @@ def test_cli_sweep_draws_time_against_p_and_syncbed_hands_over(capsys, tmp_path)
     assert "Simulated in SimGrid" in report and "| fattree(4) | 16 | ring |" in report
     # one series per topology kind: no kind has two sizes here, so no plot
     assert not (tmp_path / "plots" / "projection.png").exists()
-    assert project.main(["--topo", "fattree,k=4", "--topo", "fattree,k=2", "--algo", "gloo", "--mb", "1",
+    assert main(["--topo", "fattree,k=4", "--topo", "fattree,k=2", "--algo", "gloo", "--mb", "1",
                          "--out", str(tmp_path / "sweep")]) == 0
     assert (tmp_path / "sweep" / "plots" / "projection.png").stat().st_size > 1000
     assert "![projection](plots/projection.png)" in (tmp_path / "sweep" / "report.md").read_text()
@@ -368,7 +376,7 @@ def test_experiment_file_plans_as_syncbed_run_and_validates_against_measured(cap
         {"topology": "fattree(4)", "algo_spec": "mgwfbp", "model": "synthetic,mb=1", "median_sync_seconds": 0.7,
          "iteration_seconds": [0.7, 0.8, 0.7], "alpha_seconds": 0.002, "beta_seconds_per_byte": 6e-7,
          "faithful": False, "status": "ok"}]}))
-    assert project.main([str(exp), "--measured", str(measured), "--out", str(tmp_path / "out")]) == 0
+    assert main([str(exp), "--measured", str(measured), "--out", str(tmp_path / "out")]) == 0
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert [r["algo_spec"] for r in summary["runs"]] == ["ring", "ps", "mgwfbp"]
     ring, _, mg = summary["runs"]
@@ -385,9 +393,9 @@ def test_experiment_file_plans_as_syncbed_run_and_validates_against_measured(cap
 
 def test_a_sweep_may_skip_what_is_too_large_and_names_it(capsys, tmp_path):
     argv = ["--topo", "fattree,k=4", "--algo", "ring,ps", "--mb", "1", "--max-minutes", "0.0005"]
-    assert project.main(argv + ["--out", str(tmp_path / "refused")]) == 2
+    assert main(argv + ["--out", str(tmp_path / "refused")]) == 2
     assert "CPU hours" in capsys.readouterr().err
-    assert project.main(argv + ["--skip-too-large", "--out", str(tmp_path / "out")]) == 0
+    assert main(argv + ["--skip-too-large", "--out", str(tmp_path / "out")]) == 0
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     # the ring's estimate (16 routes, 16 messages) is 8 ms, under 30; PS's 240 flows per step, 110 ms
     assert [r["algo_spec"] for r in summary["runs"]] == ["ring"]
@@ -396,7 +404,7 @@ def test_a_sweep_may_skip_what_is_too_large_and_names_it(capsys, tmp_path):
 
 
 def test_a_sweep_skips_the_sizes_an_algorithm_does_not_take_and_names_them(capsys, tmp_path):
-    assert project.main(["--topo", "fattree,k=2", "--topo", "bcube,n=3,k=2", "--algo", "hd,ring", "--mb", "1",
+    assert main(["--topo", "fattree,k=2", "--topo", "bcube,n=3,k=2", "--algo", "hd,ring", "--mb", "1",
                          "--bw", "20", "--out", str(tmp_path)]) == 0
     assert "skipping bcube,n=3,k=2 hd: hd does not run with 9 workers" in capsys.readouterr().out
     summary = json.loads((tmp_path / "summary.json").read_text())
@@ -454,7 +462,8 @@ def test_a_terminated_projection_keeps_its_results_marked_failed(tmp_path):
     import time
 
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-m", "emulation.simulator.core", "--topo", "fattree,k=4", "--topo", "fattree,k=8",
+    proc = subprocess.Popen([sys.executable, "-m", "emulation.cli", "project", "--topo", "fattree,k=4",
+                             "--topo", "fattree,k=8",
                              "--algo", "ring,ps", "--ecmp", "two-level", "--mb", "1", "--out", str(out)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 60
@@ -471,4 +480,4 @@ def test_a_terminated_projection_keeps_its_results_marked_failed(tmp_path):
     assert [r["algo_spec"] for r in summary["runs"]] == ["ring", "ps", "ring"]  # the finished ones
     assert (out / "report.md").exists()
     # neither the command nor its SimGrid child is left ([.]: the pattern does not match pgrep's shell)
-    assert not os.popen("pgrep -f 'emulation[.]project --topo fattree,k=4 --topo fattree,k=8'").read().split()
+    assert not os.popen("pgrep -f 'emulation[.]cli project --topo fattree,k=4 --topo fattree,k=8'").read().split()

@@ -1,0 +1,234 @@
+"""What `syncbed project` projects: the sweep (every --topo with every --algo, or an experiment
+file's runs planned as `syncbed run` plans them), the measured runs it is checked against, and
+the loop that simulates each projection and writes the results folder.
+
+    Sweep(topo=["fattree,k=8", "fattree,k=16"], algo=["ring,gloo"])      (time against P)
+    Sweep(measured="docs/results/default")                               (simulated vs measured)
+
+`Sweep` holds the command's options (the CLI, emulation/cli.py, fills it from argparse; a
+script may build one); `prepare_all` checks every projection and refuses, in one line
+(ValueError), what cannot be simulated before any is; `run` simulates the prepared ones one
+after the other and writes summary.json (after each, so partial results stay) and the report
+(emulation/report/projection.py). The simulation itself is `core` (emulation/simulator/core.py).
+"""
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from emulation.simulator import core
+from emulation.simulator import platform as simgrid_platform
+from emulation.simulator.core import Prepared, Request, TooLarge, prepare, prepare_planned, project, simulable
+from workloads.algorithms import base
+
+
+@dataclass
+class Sweep:
+    """The options of one `syncbed project` command (the CLI's defaults are these)."""
+
+    experiment: str | None = None  # an experiment file: its runs, planned as syncbed run plans them
+    topo: list | None = None  # topology specs (a sweep over sizes when several)
+    algo: list | None = None  # algorithm specs, `ring,ps` is two (as syncbed run's --algo)
+    workers: int | None = None  # None: every host minus servers
+    servers: int = 0
+    mb: float = 4.0  # gradient MiB (one layer) when no model
+    model: str | None = None  # a model of the registry (per-layer sizes and backward times)
+    alpha: float | None = None  # all-reduce start-up a, seconds (layer-wise planners; with beta)
+    beta: float | None = None  # all-reduce seconds per byte b
+    round_latency: float = 0.0  # seconds per message round (core.simulated_form)
+    bw: float = 1000.0  # Mbit/s on every link
+    ecmp: str = "hash"
+    placement: str = "ordered"
+    mode: str = "driver"  # core.MODES
+    max_memory_gb: float | None = None  # refuse above this estimate (None: MemAvailable)
+    max_minutes: float = 60.0  # refuse above this CPU-time estimate
+    skip_too_large: bool = False  # in a sweep, skip (and name) what the estimates refuse
+    measured: str | None = None  # a results folder of the same experiment: simulated against measured
+    out: str | None = None  # results folder (None: results/project-<time>)
+    skipped: list = field(default_factory=list)  # what was not simulated and why (summary.json "skipped")
+
+
+def _fmt(x, unit="s"):
+    return "-" if x is None else f"{x:.4f} {unit}"
+
+
+def requests(s: Sweep, measured: dict) -> list[tuple[Request, object]]:
+    """The command's projections: every topology with every algorithm (run None), or the
+    experiment file's runs (config.validate's PlannedRun, planned exactly as `syncbed run`
+    plans them, and as its measured run was once measured: `as_measured`)."""
+    from topologies import spec
+
+    if not s.round_latency >= 0:
+        raise ValueError(f"--round-latency {s.round_latency} must be a number of seconds >= 0")
+    limits = dict(mode=s.mode, max_memory=s.max_memory_gb * 2**30 if s.max_memory_gb else None,
+                  max_seconds=s.max_minutes * 60, round_latency=s.round_latency)
+    if s.experiment:
+        from emulation import config
+
+        cfg = config.load(s.experiment)
+        runs = config.validate(cfg)
+        out = []
+        for run in runs:
+            m = measured.get((run.topology.name, run.spec or run.algorithm, run.model.spec))
+            if m is not None:
+                as_measured(run, m, cfg)
+            req = Request(run.topology.name, run.spec or run.algorithm, run.workers, run.servers,
+                          bw=cfg.bw, ecmp=cfg.ecmp, placement=cfg.placement, **limits)
+            out.append((req, run))
+        return out
+    if not s.topo or not s.algo:
+        raise ValueError("give an experiment file, --measured with a results folder, or --topo and --algo")
+    link = None
+    if (s.alpha is None) != (s.beta is None):
+        raise ValueError("--alpha and --beta go together (an all-reduce of m bytes takes alpha + beta * m)")
+    if s.alpha is not None:
+        if s.alpha < 0 or s.beta < 0:
+            raise ValueError(f"--alpha {s.alpha} and --beta {s.beta} must be >= 0")
+        link = {"alpha": s.alpha, "beta": s.beta, "source": "given (--alpha, --beta)"}
+    reqs = []
+    for topo in s.topo:
+        spec.parse(topo)
+        for n, o in base.parse_algos(s.algo):
+            reqs.append((Request(topo, base.spec_of(n, o), s.workers, s.servers, s.mb, s.bw, s.ecmp, s.placement,
+                                 model=s.model, link=link, **limits), None))
+    return reqs
+
+
+def as_measured(run, m: dict, cfg) -> None:
+    """Plan `run` (in place) as the measured run `m` was planned once its runner had measured:
+    the all-reduce a, b it measured (layer-wise planners, and the real-setting scaling of sizes
+    and compute, replan.apply_link) and its background flows' probed rates (forest)."""
+    from emulation import replan
+    from workloads.linkmodel import LinkModel
+
+    if m.get("alpha_seconds") is not None and m.get("beta_seconds_per_byte") is not None \
+            and (cfg.real_setting or "link" in base.get(run.algorithm).needs):
+        link = LinkModel(float(m["alpha_seconds"]), float(m["beta_seconds_per_byte"]),
+                         source="the measured run's summary.json")
+        replan.apply_link(run, link, cfg.real_setting)
+    probed = {(f.get("src"), f.get("dst")): f.get("measured_mbps") for f in m.get("background_flows") or []}
+    if replan.needs_background(run) and all(probed.get((f["src"], f["dst"])) is not None for f in run.background):
+        replan.apply_background(run, [{**f, "measured_mbps": probed[(f["src"], f["dst"])]} for f in run.background])
+
+
+def measured_runs(folder) -> dict:
+    """(topology, algo_spec, model) -> run record of a measured results folder's summary.json."""
+    path = Path(folder) / "summary.json"
+    if not path.is_file():
+        raise ValueError(f"--measured {folder}: no summary.json there (give a results folder of syncbed run)")
+    runs = json.loads(path.read_text()).get("runs", [])
+    return {(r.get("topology"), r.get("algo_spec", r.get("algorithm")), r.get("model")): r for r in runs}
+
+
+def resolve_measured(s: Sweep) -> dict:
+    """With `measured` and no experiment file, the measured folder's own config.yaml (as
+    syncbed run saved it) becomes the experiment; returns the measured runs ({} without)."""
+    if s.measured and not s.experiment:
+        if s.topo or s.algo:
+            raise ValueError("--measured simulates the measured folder's own experiment: drop --topo and --algo")
+        s.experiment = str(Path(s.measured) / "config.yaml")
+        if not Path(s.experiment).is_file():
+            raise ValueError(f"--measured {s.measured}: no config.yaml there (give a results folder of syncbed run)")
+    return measured_runs(s.measured) if s.measured else {}
+
+
+def prepare_all(s: Sweep, measured: dict, log=print) -> list[Prepared]:
+    """Every projection of the command, checked (one line, ValueError) before any is simulated."""
+    from topologies import spec
+
+    preps, built = [], {}
+    for req, run in requests(s, measured):
+        if run is not None:
+            why = simulable(base.get(run.algorithm))
+            if why:  # an experiment file's run with no simulated form: named and skipped
+                log(f"skipping {run.topology.name} {run.spec or run.algorithm}: {why}")
+                s.skipped.append({"topology": run.topology.name, "algo_spec": run.spec or run.algorithm,
+                                  "model": run.model.spec, "why": why})
+                continue
+            preps.append(prepare_planned(run, req))
+            continue
+        try:
+            if req.topo not in built:
+                core.check_buildable(req.topo, req.max_memory)
+                log(f"building {req.topo} ...")
+                built[req.topo] = simgrid_platform.indexed(spec.build(req.topo, bw=req.bw, ecmp=req.ecmp))
+            preps.append(prepare(req, built[req.topo]))
+        except base.NotAccepted as e:  # a sweep skips (and names) the sizes an algorithm does not take
+            if len(s.topo) < 2:
+                raise
+            log(f"skipping {req.topo} {req.algo}: {e}")
+            s.skipped.append({"topology": req.topo, "algo_spec": req.algo, "model": req.model or f"synthetic,mb={req.mb:g}",
+                              "why": str(e)})
+        except TooLarge as e:
+            if not s.skip_too_large:
+                raise
+            log(f"skipping {req.topo} {req.algo}: {e}")
+            s.skipped.append({"topology": req.topo, "algo_spec": req.algo, "model": req.model or f"synthetic,mb={req.mb:g}",
+                              "why": str(e)})
+    return preps
+
+
+def validation_rows(runs: list, measured: dict) -> list[dict]:
+    """Simulated against measured, per run of a measured folder (matched by topology, spec, model)."""
+    rows = []
+    for r in runs:
+        m = measured.get((r["topology"], r["algo_spec"], r["model"]))
+        if m is None:
+            continue
+        meas = m.get("median_sync_seconds")
+        sim = r["median_sync_seconds"]
+        row = {"topology": r["topology"], "algo_spec": r["algo_spec"], "model": r["model"], "workers": r["workers"],
+               "measured_seconds": meas, "simulated_seconds": sim,
+               "sim_over_measured": sim / meas if sim is not None and meas else None,
+               "bound_seconds": r["bound_seconds"],
+               "measured_over_bound": meas / r["bound_seconds"] if meas and r["bound_seconds"] else None,
+               "faithful": m.get("faithful"), "status": m.get("status")}
+        if r.get("simulated_iteration_seconds") is not None and m.get("iteration_seconds"):
+            mi = statistics.median(m["iteration_seconds"])
+            row.update(measured_iteration_seconds=mi, simulated_iteration_seconds=r["simulated_iteration_seconds"],
+                       iteration_sim_over_measured=r["simulated_iteration_seconds"] / mi if mi else None)
+        rows.append(row)
+    return rows
+
+
+def run(s: Sweep, preps: list[Prepared], measured: dict, started: str, log=print) -> tuple[Path, dict]:
+    """Simulate every prepared projection in order and write the results folder: summary.json
+    (after each projection: a stopped sweep keeps what it did) and report.md with its plots.
+    Returns (folder, summary); summary["status"] is "failed" with the error ("interrupted" on
+    KeyboardInterrupt, which a SIGTERM handler may raise) when the loop stopped."""
+    out = Path(s.out) if s.out else Path("results") / f"project-{time.strftime('%Y%m%d-%H%M%S')}"
+    out.mkdir(parents=True, exist_ok=True)
+    summary = {"status": "running", "error": None, "simulated": True,
+               "experiment": s.experiment or f"project {' '.join(s.topo)} {' '.join(s.algo)}",
+               "started": started, "finished": None, "runs": [], "networks": [], "skipped": s.skipped}
+    runs = summary["runs"]
+    try:
+        for i, p in enumerate(preps, 1):
+            log(f"[{i}/{len(preps)}] {p.topo.name} {p.spec} {p.model}: {len(p.hosts)} hosts, "
+                f"estimated {p.cpu_seconds:.1f} CPU s")
+            rec = project(p, log=log)
+            sim = rec["simulator"]
+            log(f"  simulated {_fmt(rec['median_sync_seconds'])}, busiest-link bound {_fmt(rec['bound_seconds'])} "
+                f"(x{rec['sync_over_bound']:.3f}); bytes per NIC "
+                f"{'= closed form' if rec['payload_equal'] else '!= closed form'} "
+                f"({len(rec['payload_bytes_expected'])} NICs); simulator {sim['wall_seconds']:.1f} s wall "
+                f"(routes {sim['route_seconds']:.1f}, platform {sim['platform_seconds']:.1f}, "
+                f"run {sim['run_seconds']:.1f})")
+            runs.append(rec)
+            (out / "summary.json").write_text(json.dumps(summary, indent=1))  # partial results stay
+        summary["status"] = "ok"
+    except KeyboardInterrupt:
+        summary.update(status="failed", error="interrupted")
+    except (RuntimeError, OSError) as e:
+        summary.update(status="failed", error=str(e).splitlines()[0])
+    summary["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S")
+    if measured:
+        summary["validation"] = validation_rows(runs, measured)
+    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    from emulation.report import projection as report
+
+    report.write(out, summary)
+    return out, summary
