@@ -18,7 +18,8 @@ redoes it, every verdict included.
   `simulate_plan`): every step's flows share each link max-min fairly; layer-wise plans also
   wait for backprop and pay their all-reduce start-up. At least the bound where the steps
   cost nothing; the report sets it beside the measurement (validation, docs/PROJECTION.md).
-- Sync time of an iteration: max over ranks of t_done - max over ranks of t_ready.
+- Sync time of an iteration: max over ranks of t_done - max over ranks of t_ready, as
+  `workloads/eventlog.py` (`IterationTimes.sync`, the one definition) computes it.
 - A run that stopped part way (interrupted, a worker crashed, a link went down) is judged
   over the syncs that every worker finished: expected bytes x completed syncs, against
   the capture cut at the moment the last of them ended (`pcap_until`), so the bytes of
@@ -39,7 +40,7 @@ from emulation.expected import bound_seconds, expected_nic_bytes, expected_port_
 from emulation.linkprobe import MIN_R2
 from topologies.description import Topology
 from workloads.algorithms import base
-from workloads.worker import read_logs
+from workloads.eventlog import iteration_times, read_logs
 
 PAYLOAD_TOLERANCE = 0.03  # issue #2: measured within 3% of expected
 USED_FRACTION = 0.01  # a switch "carried gradient traffic" above 1% of the gradient bytes
@@ -87,7 +88,7 @@ def ddp_flows(job: dict, logs: dict, syncs: int) -> list:
 
 def sync_times(log_dir: Path, workers: int, logs: dict | None = None) -> dict:
     """Per-iteration sync and iteration times from the worker logs (warmup excluded)."""
-    per_iter: dict[int, list] = {}
+    logs = logs if logs is not None else read_logs(log_dir)[0]
     worker_ranks: dict[int, set] = {}  # iter -> worker ranks that logged it (servers excluded)
     all_ranks: dict[int, set] = {}  # the same, warmup iterations included
     t_done: dict[int, float] = {}  # iter -> last t_done of any rank (servers included), warmup too
@@ -96,7 +97,7 @@ def sync_times(log_dir: Path, workers: int, logs: dict | None = None) -> dict:
     digests: dict[int, set] = {}
     stages = 0
     training: list = []
-    for rank, events in (logs if logs is not None else read_logs(log_dir)[0]).items():
+    for rank, events in logs.items():
         for ev in events:
             kind = ev.get("event")
             if kind == "iter":
@@ -105,7 +106,6 @@ def sync_times(log_dir: Path, workers: int, logs: dict | None = None) -> dict:
                 if rank < workers:
                     all_ranks.setdefault(ev["iter"], set()).add(rank)
             if kind == "iter" and not ev.get("warmup"):
-                per_iter.setdefault(ev["iter"], []).append(ev)
                 if rank < workers:
                     worker_ranks.setdefault(ev["iter"], set()).add(rank)
                     if ev.get("checked", True) and not ev.get("correct", False):
@@ -120,18 +120,12 @@ def sync_times(log_dir: Path, workers: int, logs: dict | None = None) -> dict:
                 stages += 1
             elif kind == "train":
                 training.append((ev["iter"], ev["loss"], ev["accuracy"], ev.get("t")))
-    sync, iteration, backward = [], [], []
-    jct = None
-    if per_iter:
-        first, last = per_iter[min(per_iter)], per_iter[max(per_iter)]
-        jct = max(e["t_done"] for e in last) - min(e["t_start"] for e in first)
-    for i in sorted(per_iter):
-        evs = per_iter[i]
-        ready = max(e["t_ready"] for e in evs)
-        end = max(e["t_done"] for e in evs)
-        sync.append(end - ready)
-        iteration.append(end - max(e["t_start"] for e in evs))
-        backward.append(ready - max(e["t_start"] for e in evs))
+    measured = iteration_times(logs)  # per measured iteration, over every rank (eventlog.py)
+    sync = [t.sync for t in measured]
+    iteration = [t.iteration for t in measured]
+    backward = [t.backward for t in measured]
+    first = measured[0].first_start if measured else None
+    jct = measured[-1].done - first if first is not None else None
     if any(len(d) > 1 for d in digests.values()):
         correct = False
         errors.append("workers hold different results in iteration(s) "

@@ -73,7 +73,7 @@ def _lane_key(ev: dict) -> str:
 
 
 def slices(logs: dict) -> list[dict]:
-    """Every timed span in the worker logs ({rank: [event, ...]}, as `workloads.worker.read_logs`
+    """Every timed span in the worker logs ({rank: [event, ...]}, as `workloads.eventlog.read_logs`
     returns them), one dict each: `rank`, `iter`, `kind` (backward | sync | between | stage |
     compute), `name`, `t0`, `t1` (wall clock, seconds), `lane` (the thread it belongs on
     unless it nests in "iteration"), `args`. A `stage` slice also carries every field of its
@@ -276,7 +276,7 @@ def _load(path: Path):
 
 def write(run_dir) -> Path:
     """Build the run folder's trace from its files and write `run_dir/timeline.json`."""
-    from workloads.worker import read_logs  # noqa: PLC0415 - the one reader of the workers' logs
+    from workloads.eventlog import read_logs  # noqa: PLC0415 - the one reader of the workers' logs
 
     run_dir = Path(run_dir)
     logs = read_logs(run_dir / "workers")[0]

@@ -27,23 +27,26 @@ class WorkerFailure(RuntimeError):
 
 
 def write_job(run, cfg, run_dir: Path, groups: list) -> Path:
+    """The run's `Job` (workloads/job.py), checked and written as `run_dir/job.json`."""
     from workloads.algorithms import base
+    from workloads.job import Job, JobModel
 
-    job = {
-        "algorithm": run.algorithm, "algo_spec": getattr(run, "spec", "") or run.algorithm, "plan": run.plan,
-        "groups": [{"id": g.id, "ranks": list(g.ranks), "nic": g.nic} for g in groups],
-        "workers": run.workers, "servers": run.servers, "world": run.workers + run.servers,
-        "model": {"spec": run.model.spec, "layers": run.model.to_list()},
-        "iters": cfg.iters, "warmup": cfg.warmup, "seed": cfg.seed, "dilation": 1.0,
-        "store": str(run_dir / "store"), "log_dir": str(run_dir / "workers"),
-        "timeout_s": max(30.0, float(cfg.timeout)), "crash": cfg.crash,
-        "hosts": run.hosts, "dtype_bytes": base.DTYPE_BYTES, "go_file": str(run_dir / "go"),
-        "train": bool(cfg.train), "lr": cfg.lr, "batch": cfg.batch, "sparsity": cfg.sparsity,
-        **({"train_model": run.model.spec, "check_iters": cfg.check_iters, "eval_every": cfg.eval_every,
-            "target_accuracy": cfg.target_accuracy} if cfg.train else {}),
-        **({"ddp": True, "bucket_mb": float(cfg.bucket_mb)} if getattr(cfg, "ddp", False) else {}),
-        "background": list(getattr(run, "background", None) or []),  # flows the analysis keeps apart
-    }
+    job = Job(
+        algorithm=run.algorithm, algo_spec=getattr(run, "spec", "") or run.algorithm, plan=run.plan,
+        groups=list(groups), workers=run.workers, servers=run.servers, world=run.workers + run.servers,
+        model=JobModel(run.model.spec, run.model.to_list()),
+        iters=cfg.iters, warmup=cfg.warmup, seed=cfg.seed, dilation=1.0,
+        store=str(run_dir / "store"), log_dir=str(run_dir / "workers"),
+        timeout_s=max(30.0, float(cfg.timeout)), crash=cfg.crash,
+        hosts=list(run.hosts), dtype_bytes=base.DTYPE_BYTES, go_file=str(run_dir / "go"),
+        train=bool(cfg.train), lr=cfg.lr, batch=cfg.batch, sparsity=cfg.sparsity,
+        background=list(getattr(run, "background", None) or []),  # flows the analysis keeps apart
+    )
+    if cfg.train:
+        job.train_model, job.check_iters, job.eval_every = run.model.spec, cfg.check_iters, cfg.eval_every
+        job.target_accuracy = cfg.target_accuracy
+    if getattr(cfg, "ddp", False):
+        job.ddp, job.bucket_mb = True, float(cfg.bucket_mb)
     algo = base.get(run.algorithm)
     if (algo.reference is not None or cfg.sparsity) and not cfg.train:
         # every checking rank rebuilds every worker's gradient (and the oracle's residuals):
@@ -51,10 +54,8 @@ def write_job(run, cfg, run_dir: Path, groups: list) -> Path:
         # rank 0 alone checks and the others log a digest of their result
         per_rank = (3 * run.workers + 4) * run.model.bytes
         if per_rank * run.workers > ORACLE_BUDGET:
-            job["oracle_ranks"] = [0]
-    path = run_dir / "job.json"
-    path.write_text(json.dumps(job, indent=1))
-    return path
+            job.oracle_ranks = [0]
+    return job.write(run_dir / "job.json")
 
 
 def _worker_env() -> dict:
@@ -177,10 +178,12 @@ class Workers:
 
     def wait_connected(self, timeout: float) -> float:
         """Wait until every rank has built its Gloo groups (its log says "connected")."""
+        from workloads.eventlog import log_path, read_events
+
         t0 = time.time()
         while True:
-            ready = sum('"connected"' in (self.dir / f"rank{r}.jsonl").read_text(errors="replace")
-                        for r in self.procs if (self.dir / f"rank{r}.jsonl").exists())
+            ready = sum(any(ev.get("event") == "connected" for ev in read_events(log_path(self.dir, r))[0])
+                        for r in self.procs)
             if ready == len(self.procs):
                 return time.time() - t0
             bad = {r: c for r in self.procs if (c := self._code(r)) not in (None, 0)}
@@ -231,15 +234,11 @@ class Workers:
             time.sleep(0.25)
 
     def last_error(self, rank: int) -> str:
-        log = self.dir / f"rank{rank}.jsonl"
-        if log.exists():
-            for line in reversed(log.read_text(errors="replace").splitlines()):
-                try:
-                    ev = json.loads(line)
-                except ValueError:
-                    continue
-                if ev.get("event") == "error":
-                    return ev.get("message", "")[:300]
+        from workloads.eventlog import log_path, read_events
+
+        for ev in reversed(read_events(log_path(self.dir, rank))[0]):
+            if ev.get("event") == "error":
+                return ev.get("message", "")[:300]
         out = self.dir / f"rank{rank}.out"
         tail = out.read_text(errors="replace").strip().splitlines()[-1:] if out.exists() else []
         return tail[0][:300] if tail else "no output"

@@ -1,7 +1,7 @@
 """One rank of a DDP job (`"ddp": true` in job.json): a user's DistributedDataParallel training
 with a syncbed hook, run inside a Mininet host and logged like any syncbed worker.
 
-workloads/worker.py hands a job with `"ddp": true` to `run_ddp`. It trains `train_model`
+workloads/worker.py hands a `Job` (workloads/job.py) with `ddp` true to `run_ddp`. It trains `train_model`
 (`resnet20` or `lenet5`) on scikit-learn's digits (`models.DigitsTrainer`'s data, sharding and
 initialisation) as a plain DDP script would: `DistributedDataParallel(net)` with a
 `ProcessGroup` over the rank's NIC 0 Gloo group (`ddp_hooks.process_group`), the algorithm as
@@ -37,8 +37,11 @@ from __future__ import annotations
 import hashlib
 import time
 
+from workloads.eventlog import EventLog, sent_since
+from workloads.job import Job
 
-def run_ddp(job: dict, rank: int, nics: list, log) -> None:
+
+def run_ddp(job: Job, rank: int, nics: list, log: EventLog) -> None:
     import torch
     import torch.nn.functional as F
     from torch.nn.parallel import DistributedDataParallel as DDP
@@ -48,24 +51,21 @@ def run_ddp(job: dict, rank: int, nics: list, log) -> None:
     from workloads.comm import Comm
     from workloads.models import DigitsTrainer
     from workloads.training import DataParallelDigits
-    from workloads.worker import CRASH_EXIT, _exit, train_options, wait_for_go
+    from workloads.worker import crash_here, wait_for_go
 
     torch.set_num_threads(1)
-    workers, world = int(job["workers"]), int(job["world"])
-    if world != workers:
-        raise ValueError("ddp: every rank is a DDP replica; dedicated servers (servers > 0) are not")
+    workers, world = job.workers, job.world  # equal: Job.check refuses servers with ddp
     if not 0 <= rank < world:
         raise ValueError(f"rank {rank} is outside the job's world 0..{world - 1}")
-    spec = job.get("algo_spec") or job["algorithm"]
-    algo = base.get(job["algorithm"])
-    model_name = str(job.get("train_model", "resnet20"))
-    seed, batch = int(job.get("seed", 0)), int(job.get("batch", 32))
-    lr0, gamma = float(job.get("lr", 0.1)), float(job.get("lr_gamma", 0.1))
-    milestones = [int(m) for m in job.get("lr_milestones") or ()]
-    check_iters, eval_every = train_options(job)
-    warmup, iters = int(job.get("warmup", 0)), int(job["iters"])
-    crash = job.get("crash") or {}
-    timeout = float(job.get("timeout_s", 120))
+    spec = job.spec
+    algo = base.get(job.algorithm)
+    model_name = job.train_model
+    seed, batch = job.seed, job.batch
+    lr0, gamma = job.lr, job.lr_gamma
+    milestones = list(job.lr_milestones)
+    check_iters, eval_every = job.check_iters, job.eval_every
+    warmup, iters = job.warmup, job.iters
+    timeout = job.timeout_s
 
     own = DigitsTrainer(rank, workers, seed, batch, model_name)
     params = list(own._params)  # forward order: the layout of every gradient below
@@ -74,15 +74,14 @@ def run_ddp(job: dict, rank: int, nics: list, log) -> None:
     for p in params:
         offsets.append(total)
         total += p.numel()
-    layers = [int(layer[1]) for layer in job["model"]["layers"]]
-    if total != sum(layers):
-        raise ValueError(f"ddp: the job's layers ({sum(layers)} elements, model {job['model'].get('spec')!r}) are "
+    if total != job.elements:
+        raise ValueError(f"ddp: the job's layers ({job.elements} elements, model {job.model.spec!r}) are "
                          f"not train_model {model_name!r} ({total}); ddp needs model {model_name} unscaled")
 
-    comm = Comm(rank, world, job["store"], nics, timeout_s=timeout, sink=log.write)
+    comm = Comm(rank, world, job.store, nics, timeout_s=timeout, sink=log.write)
     model = DDP(own.net, process_group=ddp_hooks.process_group(comm), broadcast_buffers=False,
-                bucket_cap_mb=float(job.get("bucket_mb", 25)))
-    state, hook = ddp_hooks.hook(spec, comm=comm, overlap=bool(job.get("ddp_overlap", True)))
+                bucket_cap_mb=job.bucket_mb)
+    state, hook = ddp_hooks.hook(spec, comm=comm, overlap=job.ddp_overlap)
     model.register_comm_hook(state, hook)
 
     def step_input(trainer_, iteration):
@@ -103,14 +102,12 @@ def run_ddp(job: dict, rank: int, nics: list, log) -> None:
     replicas = [DigitsTrainer(r, workers, seed, batch, model_name) for r in range(workers)] \
         if check_iters is None or check_iters > 0 else []
     oracle = ddp_hooks.BucketOracle(spec, world)
-    log.write({"event": "connected", "t": time.time()})
-    wait_for_go(job.get("go_file"), timeout)
+    log.connected()
+    wait_for_go(job.go_file, timeout)
 
     total_iters = warmup + iters
     for it in range(total_iters):
-        if crash and int(crash.get("rank", -1)) == rank and int(crash.get("iter", -1)) == it:
-            log.write({"event": "error", "message": f"injected crash of rank {rank} at iter {it}", "t": time.time()})
-            _exit(CRASH_EXIT)
+        crash_here(job, rank, it, log)
         comm.iteration = it
         state.step, state.ready_at = it, None
         checked = bool(replicas) and (check_iters is None or it < check_iters)
@@ -135,13 +132,7 @@ def run_ddp(job: dict, rank: int, nics: list, log) -> None:
                 closed &= set(rec["sent"]) <= set(want) and all(b <= want[k] for k, b in rec["sent"].items())
             else:
                 closed &= rec["sent"] == want
-        event = {"event": "iter", "iter": it, "warmup": it < warmup, "t_start": t_start, "t_ready": t_ready,
-                 "t_done": t_done,
-                 "sent": [[dst, nic, b - sent_before.get((dst, nic), 0),
-                           comm.messages[(dst, nic)] - msgs_before.get((dst, nic), 0)]
-                          for (dst, nic), b in sorted(comm.sent.items()) if b != sent_before.get((dst, nic), 0)],
-                 "observed": {"buckets": sizes, "closed_form": bool(closed), "ddp": True,
-                              **_observed_sums(records)}}
+        observed = {"buckets": sizes, "closed_form": bool(closed), "ddp": True, **_observed_sums(records)}
         if checked:
             expected = torch.zeros(total, dtype=torch.float32)
             for rec in records:
@@ -156,10 +147,11 @@ def run_ddp(job: dict, rank: int, nics: list, log) -> None:
                 for i, at, numel in layout:
                     expected[offsets[i]:offsets[i] + numel] = want[at:at + numel]
             ok, err = DataParallelDigits.matches(result, expected)
-            event.update(checked=True, correct=ok, max_abs_err=err)
+            verdict = {"checked": True, "correct": ok, "max_abs_err": err}
         else:
-            event.update(checked=False)
-        log.write(event)
+            verdict = {"checked": False}
+        log.iteration(it, it < warmup, t_start, t_ready, t_done,
+                      sent_since(comm.sent, comm.messages, sent_before, msgs_before), observed, **verdict)
         with torch.no_grad():  # plain SGD with the averaged gradient, every rank alike
             lr = lr0 * gamma ** sum(m <= it for m in milestones)  # MultiStepLR, as the training mode
             for p in params:
@@ -169,12 +161,12 @@ def run_ddp(job: dict, rank: int, nics: list, log) -> None:
                     a.copy_(b)
         if rank == 0 and (it == 0 or (it + 1) % eval_every == 0 or it == total_iters - 1):
             loss, acc = own.evaluate()
-            log.write({"event": "train", "iter": it, "loss": loss, "accuracy": acc, "t": time.time()})
+            log.train(it, loss, acc)
         if rank == 0:
             print(f"iter {it + 1}/{total_iters} rank 0 synced in {t_done - t_ready:.3f} s", flush=True)
     state.close()
     digest = hashlib.sha1(own.parameters_flat().numpy().tobytes()).hexdigest()
-    log.write({"event": "trained", "iters": total_iters, "params_sha1": digest, "t": time.time()})
+    log.trained(total_iters, digest)
     comm.store_barrier("end")
 
 

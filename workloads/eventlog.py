@@ -94,27 +94,36 @@ def sent_since(sent: dict, messages: dict, sent_before: dict, msgs_before: dict)
 
 
 # ---- reading ---------------------------------------------------------------------------
-def read_logs(log_dir) -> tuple[dict, dict]:
-    """The one reader of what `EventLog` wrote: ({rank: [event, ...]}, {rank: unparsable lines}).
+def read_events(path) -> tuple[list, int]:
+    """One rank's log: ([event, ...], torn lines). A worker killed mid-write leaves a torn
+    last line; it is skipped and counted. A missing file has no events."""
+    events, torn = [], 0
+    try:
+        text = Path(path).read_text(errors="replace")
+    except FileNotFoundError:
+        return events, torn
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            event = json.loads(line)
+        except ValueError:
+            torn += 1
+            continue
+        if isinstance(event, dict):
+            events.append(event)
+    return events, torn
 
-    A worker killed mid-write leaves a torn last line; it is skipped and counted."""
+
+def read_logs(log_dir) -> tuple[dict, dict]:
+    """The one reader of what `EventLog` wrote: ({rank: [event, ...]}, {rank: unparsable lines})."""
     logs, bad = {}, {}
     for path in Path(log_dir).glob("rank*.jsonl"):
         suffix = path.stem[4:]
         if not suffix.isdigit():
             continue
-        rank, events, torn = int(suffix), [], 0
-        for line in path.read_text(errors="replace").splitlines():
-            if not line.strip():
-                continue
-            try:
-                event = json.loads(line)
-            except ValueError:
-                torn += 1
-                continue
-            if isinstance(event, dict):
-                events.append(event)
-        logs[rank] = events
+        rank = int(suffix)
+        logs[rank], torn = read_events(path)
         if torn:
             bad[rank] = torn
     return dict(sorted(logs.items())), bad

@@ -2,17 +2,17 @@
 or of every job the runner queues for it: `--pool DIR` (docs/ARCHITECTURE.md, "Pool mode").
 
 Started by the runner inside a Mininet host (or on localhost by the parallel tests, NICs
-`lo`), it only carries out what job.json says (docs/ARCHITECTURE.md, "Worker job file"):
+`lo`), it only carries out what job.json says (`workloads/job.py`, the `Job` it reads):
 builds the rank's process groups (`workloads.comm.Comm`), then for each of warmup + iters
-iterations: barrier (through the shared store, not the network), backward (`GradientStream` over the synthetic gradient),
-`algorithm.execute(plan, comm, stream, state)` with one `SyncState` for the whole run, and a
-check of the result against the algorithm's oracle: the dense sum computed locally
-(`workloads.gradients`), or the algorithm's own `reference` over every worker's gradient,
-which every rank rebuilds from the seed. Everything it observes goes to
-`log_dir/rank<R>.jsonl`: `start`, one `iter` per iteration (with the bytes and messages it
-handed to `Comm.send` in that iteration, per peer and NIC, and what the executor put in
-`state.observed`), executors' `stage` events, then `done` or one `error`. Rank 0 prints
-`iter I/N rank 0 synced in S.SSS s` per iteration.
+iterations: its gradient source's gradient (`workloads/sources.py`: synthetic, real
+training or none for a server, each with its oracle), a barrier (through the shared store,
+not the network), backward (`GradientStream`), `algorithm.execute(plan, comm, stream, state)`
+with one `SyncState` for the whole run, and the source's check of the result. Everything it
+observes goes to `log_dir/rank<R>.jsonl` (`workloads/eventlog.py`, the format): `start`,
+one `iter` per iteration (with the bytes and messages it handed to `Comm.send` in that
+iteration, per peer and NIC, and what the executor put in `state.observed`), executors'
+`stage` events, then `done` or one `error`. Rank 0 prints `iter I/N rank 0 synced in
+S.SSS s` per iteration.
 
 Exit codes: 0 when every iteration ran (a wrong sum is reported in the log, not here),
 3 for the injected crash (`"crash": {"rank", "iter"}`, fault injection for tests), 1 on
@@ -39,7 +39,6 @@ hook (workloads/ddp_hooks.py) over this rank's NIC 0 group; same events, same or
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import socket
@@ -47,49 +46,10 @@ import sys
 import time
 import traceback
 
+from workloads.eventlog import EventLog, read_logs, sent_since  # noqa: F401 (read_logs: for old importers)
+from workloads.job import Job
+
 CRASH_EXIT = 3
-REQUIRED = ("algorithm", "plan", "workers", "world", "model", "iters", "store", "log_dir")
-
-
-class EventLog:
-    """The rank's JSONL log: one flushed line per event, so a killed run keeps what it did."""
-
-    def __init__(self, path: str):
-        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-        self._file = open(path, "a", buffering=1)
-
-    def write(self, event: dict) -> None:
-        self._file.write(json.dumps(event) + "\n")
-        self._file.flush()
-
-
-def read_logs(log_dir) -> tuple[dict, dict]:
-    """The one reader of what `EventLog` wrote: ({rank: [event, ...]}, {rank: unparsable lines}).
-
-    A worker killed mid-write leaves a torn last line; it is skipped and counted. Used by the
-    analysis, the report and localtrain alike, so they read the same events."""
-    from pathlib import Path  # noqa: PLC0415
-
-    logs, bad = {}, {}
-    for path in Path(log_dir).glob("rank*.jsonl"):
-        suffix = path.stem[4:]
-        if not suffix.isdigit():
-            continue
-        rank, events, torn = int(suffix), [], 0
-        for line in path.read_text(errors="replace").splitlines():
-            if not line.strip():
-                continue
-            try:
-                event = json.loads(line)
-            except ValueError:
-                torn += 1
-                continue
-            if isinstance(event, dict):
-                events.append(event)
-        logs[rank] = events
-        if torn:
-            bad[rank] = torn
-    return dict(sorted(logs.items())), bad
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -105,26 +65,14 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
-def read_job(path: str) -> dict:
-    with open(path) as f:
-        job = json.load(f)
-    missing = [k for k in REQUIRED if k not in job]
-    if missing:
-        raise ValueError(f"{path} misses key(s) {', '.join(missing)}; a job needs {', '.join(REQUIRED)}")
-    return job
-
-
-def job_layers(job: dict) -> list:
+def job_layers(job: Job) -> list:
     """[(name, numel, backward_s)] in forward order: the job's own list, which the runner
     always fills; the model registry is only imported when the job trains a real model."""
-    if job.get("train"):
+    if job.train:
         from workloads import models  # noqa: PLC0415 (only real training needs the model zoo)
 
-        return [(l.name, l.numel, l.backward_s) for l in models.load(job["model"]["spec"]).layers]
-    layers = job["model"].get("layers")
-    if not layers:
-        raise ValueError("job model has no layers list ([[name, numel, backward_s], ...])")
-    return [tuple(layer) for layer in layers]
+        return [(l.name, l.numel, l.backward_s) for l in models.load(job.model.spec).layers]
+    return job.layers
 
 
 def host_name(nic0: str) -> str:
@@ -134,8 +82,10 @@ def host_name(nic0: str) -> str:
     return intf_node(nic0) or socket.gethostname()
 
 
-def run(job: dict, rank: int, nics: list, log: EventLog) -> None:
-    if job.get("ddp"):  # a DistributedDataParallel model with the algorithm as its hook
+def run(job: Job | dict, rank: int, nics: list, log: EventLog) -> None:
+    """One job on this rank (`job`: a Job, or a job.json object, checked here)."""
+    job = Job.from_json(job)
+    if job.ddp:  # a DistributedDataParallel model with the algorithm as its hook
         from workloads.ddp_worker import run_ddp  # noqa: PLC0415
 
         return run_ddp(job, rank, nics, log)
@@ -143,138 +93,56 @@ def run(job: dict, rank: int, nics: list, log: EventLog) -> None:
 
     from workloads.algorithms import base
     from workloads.comm import Comm
-    from workloads.gradients import GradientStream, SyntheticGradients
+    from workloads.sources import source_for
 
     torch.set_num_threads(1)  # 2 cores host every worker and OVS: one compute thread each
-    workers, world = int(job["workers"]), int(job["world"])
-    if not 0 <= rank < world:
-        raise ValueError(f"rank {rank} is outside the job's world 0..{world - 1}")
-    algo = base.get(job["algorithm"]) if not job.get("probe") else None
-    plan = job["plan"]
-    groups = [base.GroupSpec(g["id"], tuple(g["ranks"]), int(g.get("nic", 0))) for g in job.get("groups", [])]
+    if not 0 <= rank < job.world:
+        raise ValueError(f"rank {rank} is outside the job's world 0..{job.world - 1}")
+    algo = base.get(job.algorithm) if job.probe is None else None
     layers = job_layers(job)
-    size = sum(int(layer[1]) for layer in layers)
     if algo is not None:
-        base.check_plan(plan, world, size)
-    seed, dilation = int(job.get("seed", 0)), float(job.get("dilation", 1.0))
-    warmup, iters = int(job.get("warmup", 0)), int(job["iters"])
-    crash = job.get("crash") or {}
-    is_worker = rank < workers
-    trainer = None
-    check_iters, eval_every = train_options(job) if job.get("train") else (None, 1)
-    if job.get("train") and is_worker:
-        from workloads.training import DataParallelDigits
-
-        model = str(job.get("train_model", "lenet5"))
-        trainer = DataParallelDigits(rank, workers, seed, int(job.get("batch", 32)), float(job.get("lr", 0.1)),
-                                     model, [int(m) for m in job.get("lr_milestones") or ()],
-                                     float(job.get("lr_gamma", 0.1)))
-        if [int(layer[1]) for layer in layers] not in (trainer.layer_sizes(False), trainer.layer_sizes(True)):
-            raise ValueError(f"train: the job's layers (model {job['model'].get('spec')!r}) are not those of "
-                             f"train_model {model!r}; training needs model {model} unscaled")
-
-    synthetic = SyntheticGradients(workers, size, seed, job.get("sparsity"))
-    state = base.SyncState(rank=rank, workers=workers, world=world)
-    reference = algo.reference if algo is not None else None
-    # An oracle over every worker's gradient costs O(workers x elements) memory on each rank
-    # that checks it; the runner may name the ranks that check (`oracle_ranks`), and every
-    # other worker logs a digest of its result, which the analysis compares with theirs.
-    oracle_ranks = job.get("oracle_ranks")
-    checks_oracle = oracle_ranks is None or rank in oracle_ranks
-    ref_memory: dict = {}  # the oracle's own state across iterations (e.g. every rank's residual)
-    timeout = float(job.get("timeout_s", 120))
-    comm = Comm(rank, world, job["store"], nics, groups, timeout_s=timeout, sink=log.write)
-    log.write({"event": "connected", "t": time.time()})
-    wait_for_go(job.get("go_file"), timeout)
-    if job.get("probe"):  # measure the all-reduce cost model instead of iterating (runner: link model)
+        base.check_plan(job.plan, job.world, sum(int(layer[1]) for layer in layers))
+    source = source_for(job, rank, layers, algo.reference if algo is not None else None, log)
+    state = base.SyncState(rank=rank, workers=job.workers, world=job.world)
+    comm = Comm(rank, job.world, job.store, nics, job.groups, timeout_s=job.timeout_s, sink=log.write)
+    log.connected()
+    wait_for_go(job.go_file, job.timeout_s)
+    if job.probe is not None:  # measure the all-reduce cost model instead of iterating (runner: link model)
         from workloads.probe import measure_allreduce  # noqa: PLC0415
 
-        probe = job["probe"]
-        points = measure_allreduce(comm, [int(b) for b in probe["sizes_bytes"]], int(probe.get("reps", 3)))
+        points = measure_allreduce(comm, list(job.probe.sizes_bytes), job.probe.reps)
         if rank == 0:
-            log.write({"event": "probe", "points": points, "t": time.time()})
+            log.probe(points)
         comm.store_barrier("end")
         return
-    total = warmup + iters
+    total = job.warmup + job.iters
     for it in range(total):
-        if crash and int(crash.get("rank", -1)) == rank and int(crash.get("iter", -1)) == it:
-            log.write({"event": "error", "message": f"injected crash of rank {rank} at iter {it}", "t": time.time()})
-            _exit(CRASH_EXIT)  # like a killed process: no clean Gloo shutdown
+        crash_here(job, rank, it, log)
         comm.iteration = it
         state.begin(it)
-        if is_worker:
-            if trainer is not None:  # past check_iters: this rank's own gradient only, nothing checked
-                checked = check_iters is None or it < check_iters
-                inputs = trainer.all_gradients(it) if checked else None
-            elif reference is not None or synthetic.sparse:
-                inputs = synthetic.all_workers(it) if checks_oracle else None
-            else:
-                inputs = None  # the dense closed form needs nobody else's gradient
-            if inputs is not None:
-                values = inputs[rank].clone()
-                expected = (reference or base.dense_reference)(plan, inputs, ref_memory)
-            elif trainer is not None:
-                values, expected = trainer.own_gradient(it), None
-            elif reference is not None or synthetic.sparse:  # not an oracle rank
-                values, expected = synthetic.mine(rank, it), None
-            else:
-                values, expected = synthetic.mine_and_sum(rank, it)
-            stream = GradientStream(layers, values, dilation)
-        else:
-            expected, stream = None, GradientStream(layers, None, 0.0)
+        stream, expected = source.gradient(it)
         sent_before, msgs_before = dict(comm.sent), dict(comm.messages)
         comm.store_barrier(f"iter{it}")
         stream.start()
-        result = algo.execute(plan, comm, stream, state)
+        result = algo.execute(job.plan, comm, stream, state)
         t_done = time.time()
         stream.wait_all()  # t_ready exists even if an executor never waited for the last layer
-        event = {"event": "iter", "iter": it, "warmup": it < warmup, "t_start": stream.t_start,
-                 "t_ready": stream.t_ready, "t_done": t_done,
-                 "sent": [[dst, nic, b - sent_before.get((dst, nic), 0),
-                           comm.messages[(dst, nic)] - msgs_before.get((dst, nic), 0)]
-                          for (dst, nic), b in sorted(comm.sent.items())
-                          if b != sent_before.get((dst, nic), 0)]}
-        if state.observed:
-            event["observed"] = state.observed
-        if trainer is not None and expected is None:
-            event.update(checked=False)  # no `correct`: nothing was compared
-        elif trainer is not None:
-            ok, err = trainer.matches(result, expected)
-            event.update(checked=True, correct=ok, max_abs_err=err)
-        elif is_worker and expected is None:
-            event.update(checked=False)
-        elif is_worker:
-            err = float((result - expected).abs().max()) if size else 0.0
-            event.update(correct=err == 0.0, max_abs_err=err)
-        else:
-            event.update(correct=True, max_abs_err=0.0, server=True)
-        if is_worker and oracle_ranks is not None:
-            event["digest"] = hashlib.blake2b(result.contiguous().numpy().tobytes(), digest_size=8).hexdigest()
-        log.write(event)
-        if trainer is not None:
-            trainer.apply(result, it)  # every replica, checked or not: all ranks stay identical
-            if rank == 0 and (it == 0 or (it + 1) % eval_every == 0 or it == total - 1):
-                loss, acc = trainer.evaluate()
-                log.write({"event": "train", "iter": it, "loss": loss, "accuracy": acc, "t": time.time()})
+        log.iteration(it, it < job.warmup, stream.t_start, stream.t_ready, t_done,
+                      sent_since(comm.sent, comm.messages, sent_before, msgs_before), state.observed,
+                      **source.check(result, expected))
+        source.after(it, result)
         if rank == 0:
-            # progress only: the run's sync time is over all ranks (emulation/analysis.py)
+            # progress only: the run's sync time is over all ranks (workloads/eventlog.py)
             print(f"iter {it + 1}/{total} rank 0 synced in {t_done - stream.t_ready:.3f} s", flush=True)
-    if trainer is not None:  # equal on every rank when the replicas stayed identical
-        log.write({"event": "trained", "iters": total, "params_sha1": trainer.digest(), "t": time.time()})
+    source.finish()
     comm.store_barrier("end")  # nobody closes its connections while a peer still receives from it
 
 
-def train_options(job: dict) -> tuple:
-    """(check_iters, eval_every) of a training job, checked: check_iters None means every
-    iteration is checked against the oracle; eval_every 1, rank 0 evaluates after each."""
-    check_iters, eval_every = job.get("check_iters"), job.get("eval_every", 1)
-    if check_iters is not None and (isinstance(check_iters, bool) or not isinstance(check_iters, int)
-                                    or check_iters < 0):
-        raise ValueError(f"train: check_iters must be an int >= 0 (iterations checked against the "
-                         f"oracle) or null (all), got {check_iters!r}")
-    if isinstance(eval_every, bool) or not isinstance(eval_every, int) or eval_every < 1:
-        raise ValueError(f"train: eval_every must be an int >= 1, got {eval_every!r}")
-    return check_iters, eval_every
+def crash_here(job: Job, rank: int, it: int, log: EventLog) -> None:
+    """The injected crash (`job.crash`): like a killed process, no clean Gloo shutdown."""
+    if job.crash is not None and job.crash.rank == rank and job.crash.iter == it:
+        log.error(f"injected crash of rank {rank} at iter {it}")
+        _exit(CRASH_EXIT)
 
 
 def wait_for_go(path, timeout: float) -> None:
@@ -308,20 +176,29 @@ def _write_exit(path: str, code: int) -> None:
     os.replace(tmp, path)
 
 
+def job_log_dir(job_path: str) -> str:
+    """The job file's `log_dir`, read before the job is checked: a job that fails its check
+    (`Job.from_json`, in `run`) still gets its log, its `error` event and its exit file."""
+    with open(job_path) as f:
+        raw = json.load(f)
+    log_dir = raw.get("log_dir") if isinstance(raw, dict) else None
+    if not isinstance(log_dir, str) or not log_dir:
+        raise ValueError(f"{job_path}: job: log_dir={log_dir!r} is invalid: must be a non-empty string")
+    return log_dir
+
+
 def run_job(job_path: str, rank: int, nics: list) -> None:
     """One job: its log, `start`, the run, `done`; on any error an `error` event and exit 1."""
     log = None
     try:
-        job = read_job(job_path)
-        log = EventLog(os.path.join(job["log_dir"], f"rank{rank}.jsonl"))
-        log.write({"event": "start", "rank": rank, "host": host_name(nics[0]), "pid": os.getpid(),
-                   "t": time.time()})
-        run(job, rank, nics, log)
-        log.write({"event": "done", "t": time.time()})
+        log = EventLog.for_rank(job_log_dir(job_path), rank)
+        log.start(rank, host_name(nics[0]), os.getpid())
+        run(Job.read(job_path), rank, nics, log)
+        log.done()
     except BaseException as exc:  # one line for the operator, the traceback for the debug log
         message = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
         if log is not None:
-            log.write({"event": "error", "message": message, "t": time.time()})
+            log.error(message)
         print(f"worker rank {rank}: error: {message}", file=sys.stderr, flush=True)
         traceback.print_exc(file=sys.stderr)
         _exit(130 if isinstance(exc, KeyboardInterrupt) else 1)
@@ -351,7 +228,7 @@ def serve_pool(folder: str, rank: int, nics: list) -> None:
             continue
         with open(ticket) as f:
             job_path = f.read().strip()
-        log_dir = read_job(job_path)["log_dir"]
+        log_dir = job_log_dir(job_path)
         os.makedirs(log_dir, exist_ok=True)
         _EXIT_FILE = os.path.join(log_dir, f"rank{rank}.exit")
         out = open(os.path.join(log_dir, f"rank{rank}.out"), "a", buffering=1)

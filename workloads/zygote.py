@@ -73,7 +73,7 @@ def main(argv=None) -> int:
 
     import torch.distributed  # noqa: F401
 
-    from workloads import comm, gradients, worker  # noqa: F401
+    from workloads import comm, gradients, sources, worker  # noqa: F401 (worker: job, eventlog)
     from workloads.algorithms import base
 
     base.registry()  # every algorithm module (networkx, scipy for some): 0.5 s of CPU, once

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from topologies.description import Topology, intf_name
+from workloads.eventlog import read_logs, sync_series
 
 MB = 2**20  # gradient and payload sizes are reported in MiB ("MB", as the model specs)
 
@@ -92,8 +93,6 @@ def load_topology(path: Path, problems: list) -> Topology | None:
 
 
 def load_worker_logs(workers: Path, problems: list) -> dict[int, list]:
-    from workloads.worker import read_logs  # the one reader of the workers' logs
-
     logs, bad = read_logs(workers)
     problems += [f"`rank{rank}.jsonl`: {n} unparsable line(s) skipped" for rank, n in bad.items()]
     return logs
@@ -131,18 +130,9 @@ def compress_seconds(run: dict | None) -> float | None:
     return sum(p for p in parts if p is not None) if any(p is not None for p in parts) else None
 
 
-def sync_from_logs(logs: dict) -> list[float]:
-    """Per measured iteration: max over ranks of t_done - max over ranks of t_ready."""
-    ready: dict = {}
-    done: dict = {}
-    for events in logs.values():
-        for ev in events:
-            if ev.get("event") == "iter" and not ev.get("warmup") and ev.get("iter") is not None:
-                r, d = num(ev.get("t_ready")), num(ev.get("t_done"))
-                if r is not None and d is not None:
-                    ready[ev["iter"]] = max(ready.get(ev["iter"], r), r)
-                    done[ev["iter"]] = max(done.get(ev["iter"], d), d)
-    return [done[i] - ready[i] for i in sorted(ready)]
+# Per measured iteration: max over ranks of t_done - max over ranks of t_ready, defined once
+# in workloads/eventlog.py (`IterationTimes.sync`); the report's name for it.
+sync_from_logs = sync_series
 
 
 def sync_seconds(rd: RunData) -> tuple[list[float], str]:

@@ -77,10 +77,11 @@ def jobs_child(rank, jobs, out):
     import traceback
 
     from workloads import worker
+    from workloads.eventlog import EventLog
 
     try:
         for job in jobs:
-            log = worker.EventLog(str(Path(job["log_dir"]) / f"rank{rank}.jsonl"))
+            log = EventLog.for_rank(job["log_dir"], rank)
             worker.run(job, rank, ["lo"], log)
         out.put(("ok", rank, None))
     except BaseException:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from workloads import worker
+from workloads import eventlog, worker
 from workloads.algorithms import base
 from workloads.comm import Comm
 from tests.parallel.spawn import REPO, spawn_ranks
@@ -82,7 +82,7 @@ def _child(rank, job, out):
     import traceback
     try:
         base.registry()[THRESHOLD.name] = THRESHOLD
-        log = worker.EventLog(str(Path(job["log_dir"]) / f"rank{rank}.jsonl"))
+        log = eventlog.EventLog.for_rank(job["log_dir"], rank)
         worker.run(job, rank, ["lo"], log)
         out.put(("ok", rank, None))
     except BaseException:

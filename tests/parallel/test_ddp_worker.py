@@ -17,7 +17,7 @@ import pytest
 
 from emulation import analysis, timeline
 from tests.parallel.spawn import jobs_child as _child, spawn_ranks
-from workloads import worker
+from workloads import eventlog, worker
 from workloads.algorithms import base
 
 pytestmark = pytest.mark.parallel
@@ -44,7 +44,7 @@ def test_ddp_jobs_train_correctly_and_send_the_closed_form(tmp_path, world):
     jobs = [_job(tmp_path, i, spec, world) for i, spec in enumerate(SPECS)]
     spawn_ranks(world, _child, lambda r: (r, jobs), timeout_s=240)
     for spec, job in zip(SPECS, jobs):
-        logs, torn = worker.read_logs(job["log_dir"])
+        logs, torn = eventlog.read_logs(job["log_dir"])
         assert not torn and sorted(logs) == list(range(world))
         digests = set()
         for rank, events in logs.items():

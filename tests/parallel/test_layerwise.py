@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from workloads import gradients, linkmodel, probe, worker
+from workloads import eventlog, gradients, linkmodel, probe, worker
 from workloads.algorithms import base
 from workloads.algorithms.ring import ring_flows
 from workloads.comm import Comm
@@ -209,7 +209,7 @@ def test_probe_times_the_ring_and_every_rank_returns_rank_0s_medians(tmp_path, w
 
 def _worker_child(rank, job, out):
     try:
-        log = worker.EventLog(str(Path(job["log_dir"]) / f"rank{rank}.jsonl"))
+        log = eventlog.EventLog.for_rank(job["log_dir"], rank)
         worker.run(job, rank, ["lo"], log)
         out.put(("ok", rank, None))
     except BaseException:

@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 
 from topologies import spec as topo_spec
-from workloads import worker
+from workloads import eventlog, worker
 from workloads.algorithms import base
 from tests.parallel.spawn import spawn_ranks, written_bytes
 
@@ -83,7 +83,7 @@ def _job(tmp_path, name: str, workers: int, servers: int):
     return algo, plan, job, ctx.nics
 
 
-class _CountingLog(worker.EventLog):
+class _CountingLog(eventlog.EventLog):
     """The rank's log, counting what it writes (subtracted from the process's socket writes)."""
     written = 0
 

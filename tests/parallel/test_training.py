@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from workloads import models, worker
+from workloads import eventlog, models, worker
 from workloads.algorithms import base
+from workloads.job import Job
 from workloads.training import DataParallelDigits
 from tests.parallel.spawn import spawn_ranks
 
@@ -58,7 +59,7 @@ def _child(rank, job, out):
             return every(self, iteration)
 
         DataParallelDigits.all_gradients = counted  # in this forked rank only
-        log = worker.EventLog(str(Path(job["log_dir"]) / f"rank{rank}.jsonl"))
+        log = eventlog.EventLog.for_rank(job["log_dir"], rank)
         worker.run(job, rank, ["lo"], log)
         out.put(("ok", rank, calls))
     except BaseException:
@@ -128,11 +129,13 @@ def test_no_check_at_all_and_dense_training_learns(tmp_path):
 
 
 def test_training_options_are_refused_with_one_line():
+    job = _job(Path("/nowhere"), "ring", 1, None)  # the training options are the Job's (workloads/job.py)
     for bad in ({"check_iters": -1}, {"check_iters": 1.5}, {"check_iters": True}, {"eval_every": 0}):
-        with pytest.raises(ValueError, match="^train: "):
-            worker.train_options(bad)
-    assert worker.train_options({}) == (None, 1)
-    assert worker.train_options({"check_iters": 0, "eval_every": 5}) == (0, 5)
+        with pytest.raises(ValueError, match=f"^job: {next(iter(bad))}=.* is invalid: must be an int >= [01]"):
+            Job.from_json({**job, **bad})
+    defaults = Job.from_json({k: v for k, v in job.items() if k not in ("check_iters", "eval_every")})
+    assert (defaults.check_iters, defaults.eval_every) == (None, 1)
+    assert (lambda j: (j.check_iters, j.eval_every))(Job.from_json({**job, "check_iters": 0, "eval_every": 5})) == (0, 5)
     with pytest.raises(ValueError, match="lr_milestones"):
         DataParallelDigits(0, 1, model=MODEL, lr_milestones=[5, 3])
     with pytest.raises(ValueError, match="unknown model 'vgg19'; valid: lenet5, resnet18, resnet20"):

@@ -33,7 +33,7 @@ def test_the_ddp_experiment_file_plans_and_writes_ddp_jobs(tmp_path):
     assert job["ddp"] is True and job["bucket_mb"] == 0.25 and job["train_model"] == "resnet20"
     assert job["algo_spec"] == "topk,density=0.01" and job["check_iters"] == 3
     plain = json.loads(workers.write_job(runs[0], config.load(None, train=True, model="lenet5"), tmp_path, []).read_text())
-    assert "ddp" not in plain
+    assert plain["ddp"] is False  # a plain training job is not a DDP job (every Job field is written)
 
 
 @pytest.mark.parametrize("kw,pattern", [

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from emulation import analysis, timeline
-from workloads.worker import read_logs
+from workloads.eventlog import read_logs
 
 pytestmark = pytest.mark.unit
 
