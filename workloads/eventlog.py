@@ -15,8 +15,10 @@ The events, in the order a rank writes them (every `t` is wall clock, `time.time
   begins, `t_ready` this rank's whole gradient exists, `t_done` it holds the synchronized
   result; `sent` [[dst, nic, bytes, messages], ...] what it handed to `Comm.send` in this
   iteration; `observed` the executor's `state.observed`;
-- `stage` {iter, ..., t0, t1}: executors' timeline events (`Comm.record`);
-- `train` {iter, loss, accuracy, t} (rank 0, training); `trained` {iters, params_sha1, t};
+- `stage` {iter, phase, t0, t1, and as the executor has them tree, stage, nic, bytes, layer,
+  group, ...}: executors' timeline events (`Comm.record`), optional;
+- `train` {iter, loss, accuracy, t} (rank 0, training); `trained` {iters, params_sha1, t}
+  (every worker rank of a training job, last);
   `probe` {points, t} (rank 0 of a link probe job);
 - `done` {t} or `error` {message, t}.
 """

@@ -1,11 +1,11 @@
 """The worker job file (`job.json`): one typed `Job`, the only definition of its fields.
 
-The runner (`emulation/workers.write_job`), the localhost trainer and the link probe build a
-`Job` and `write` it; the worker (`workloads/worker.py`, `ddp_worker.py`) `read`s it and uses
-its attributes. `from_json` checks it once (`check`): an unknown or missing field, or a value
-of the wrong type or range, is one line, `job: <field>=<value> is invalid: must be <what is
-valid>`. `to_json` writes every field under the same keys as before this module existed, so
-kept job.json files still read (a field a file lacks takes its default).
+Whoever writes job.json builds a `Job` and `write`s it (the runner: `emulation/workers.write_job`);
+the worker (`workloads/worker.py`, `ddp_worker.py`) `read`s it and uses its attributes.
+`from_json` checks it once (`check`): an unknown or missing field, or a value of the wrong
+type or range, is one line, `job: <field>=<value> is invalid: must be <what is valid>`.
+`to_json` writes every field under the same keys as before this module existed, so kept
+job.json files still read (a field a file lacks takes its default).
 
     job = Job(algorithm="ring", plan=plan, workers=4, world=4,
               model=JobModel("synthetic,mb=4", [["fc", 1048576, 0.0]]), iters=5,
