@@ -18,7 +18,7 @@ test-fast: setup  ## unit + parallel only (no root needed)
 	$(PY) -m pytest -ra -m "unit or parallel" tests
 
 bench: setup  ## the benchmarks of the closing notes (not timed tests)
-	$(PY) -m emulation.bench_pcap
+	$(PY) -m emulation.cli bench pcap
 	$(PY) -m emulation.cli run experiments/default.yaml
 
 clean:

@@ -5,22 +5,17 @@ Generates a synthetic LINUX_SLL2 capture like the runner's
 pure ACKs with timestamps options, a few ARP, spread over many switch ports in both
 directions. Then prints packets/s of ``read_counts`` and of ``RawPcapReader``.
 
-    python -m emulation.bench_pcap [--packets 2000000] [--path /tmp/syncbed_bench.pcap]
+    syncbed bench pcap [--packets 2000000] [--path /tmp/syncbed_bench.pcap]
 """
 from __future__ import annotations
 
-import argparse
 import os
 import struct
-import sys
 import time
 
 import numpy as np
 
-if __package__ in (None, ""):
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from emulation.pcap import read_counts  # noqa: E402
+from emulation.pcap import read_counts
 
 
 def _sll2(proto: int, ifindex: int, pkttype: int) -> bytes:
@@ -78,21 +73,16 @@ def write_synthetic(path: str, n: int, snaplen: int = 128, n_ifaces: int = 96, s
     return expected
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--packets", type=int, default=2_000_000)
-    ap.add_argument("--path", default="/tmp/syncbed_bench.pcap")
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--scapy-packets", type=int, default=300_000,
-                    help="records read by RawPcapReader (it is slow); 0 to skip")
-    ap.add_argument("--keep", action="store_true", help="keep the pcap file")
-    args = ap.parse_args(argv)
-
+def bench(packets: int = 2_000_000, path: str = "/tmp/syncbed_bench.pcap", repeat: int = 3,
+          scapy_packets: int = 300_000, keep: bool = False, log=print) -> None:
+    """Write a synthetic capture of `packets` packets at `path`, time `read_counts` on it (best of
+    `repeat`, three variants) and scapy's RawPcapReader on its first `scapy_packets` records (0:
+    skip it), logging packets/s; the file is removed unless `keep`."""
     t0 = time.perf_counter()
-    expected = write_synthetic(args.path, args.packets)
-    size = os.path.getsize(args.path)
-    print(f"wrote {args.packets} packets ({size / 1e6:.1f} MB) to {args.path} "
-          f"in {time.perf_counter() - t0:.2f} s")
+    expected = write_synthetic(path, packets)
+    size = os.path.getsize(path)
+    log(f"wrote {packets} packets ({size / 1e6:.1f} MB) to {path} "
+        f"in {time.perf_counter() - t0:.2f} s")
 
     try:
         for label, kw in [("read_counts", {}),
@@ -101,34 +91,31 @@ def main(argv=None):
                           ("read_counts(series_bin=0.1, flows=True)",
                            {"series_bin": 0.1, "flows": True})]:
             best = None
-            for _ in range(args.repeat):
+            for _ in range(repeat):
                 t = time.perf_counter()
-                res = read_counts(args.path, **kw)
+                res = read_counts(path, **kw)
                 dt = time.perf_counter() - t
                 best = dt if best is None else min(best, dt)
-            assert res.packets_total == args.packets
+            assert res.packets_total == packets
             if not kw:
                 got = sum(v["payload_bytes"] for v in res.per_if.values())
                 assert got == expected, (got, expected)
-            print(f"{label:42s} {args.packets / best / 1e6:6.2f} M packets/s "
-                  f"({best:.3f} s, {size / best / 1e6:.0f} MB/s)")
+            log(f"{label:42s} {packets / best / 1e6:6.2f} M packets/s "
+                f"({best:.3f} s, {size / best / 1e6:.0f} MB/s)")
 
-        if args.scapy_packets:
+        if scapy_packets:
             from scapy.utils import RawPcapReader
             m = 0
             t = time.perf_counter()
-            with RawPcapReader(args.path) as rd:
+            with RawPcapReader(path) as rd:
                 for _pkt in rd:
                     m += 1
-                    if m >= args.scapy_packets:
+                    if m >= scapy_packets:
                         break
             dt = time.perf_counter() - t
-            print(f"{'scapy RawPcapReader (iterate only)':42s} {m / dt / 1e6:6.2f} M packets/s "
-                  f"({m} packets in {dt:.3f} s)")
+            log(f"{'scapy RawPcapReader (iterate only)':42s} {m / dt / 1e6:6.2f} M packets/s "
+                f"({m} packets in {dt:.3f} s)")
     finally:
-        if not args.keep:
-            os.unlink(args.path)
+        if not keep:
+            os.unlink(path)
 
-
-if __name__ == "__main__":
-    main()

@@ -283,7 +283,80 @@ def cmd_keep(args) -> int:
 def cmd_docs(args) -> int:
     from emulation.report import docs
 
-    return docs.main(["--check"] if args.check else [])
+    folder = Path(args.docs) if args.docs else docs.DOCS
+    return docs.run(folder, Path(args.results) if args.results else folder / "results", check=args.check)
+
+
+def cmd_report(args) -> int:
+    """report.md and plots/ of a results folder, from its files only (no re-analysis)."""
+    folder = Path(args.dir)
+    if not folder.is_dir():
+        print(f"syncbed: {folder} is not a folder; give a results folder (it holds summary.json)", file=sys.stderr)
+        return 2
+    from emulation.report import write_report
+
+    print(write_report(folder))
+    return 0
+
+
+def cmd_scaling(args) -> int:
+    from emulation.report import scaling
+
+    try:
+        print(scaling.write(args.folders, args.out))
+    except ValueError as e:
+        print(f"scaling: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def cmd_predict(args) -> int:
+    """MG-WFBP's alpha-beta predictions for experiment files' real settings (emulation/simulator/predict.py)."""
+    files = [a for a in args.files if a.endswith((".yaml", ".yml"))]
+    names = [a for a in args.files if not a.endswith((".yaml", ".yml"))]
+    if not files or args.files[:len(files)] != files:
+        print("syncbed: predict takes EXPERIMENT.yaml... [MODEL ...] (the files first), e.g. "
+              "experiments/mgwfbp_fattree16.yaml vgg16", file=sys.stderr)
+        return 2
+    from emulation.simulator.predict import predict, table
+
+    try:
+        results = [(path, *predict(path, names)) for path in files]
+    except (OSError, ValueError) as e:
+        print(f"syncbed: {e}", file=sys.stderr)
+        return 2
+    for i, (path, setting, rows) in enumerate(results):
+        print(("\n" if i else "") + "\n".join(table(path, setting, rows)))
+    return 0
+
+
+def cmd_pcap(args) -> int:
+    """Packets, payload and retransmitted bytes per (interface, direction) of a capture."""
+    import time
+
+    from emulation.pcap import read_counts
+
+    t0 = time.perf_counter()
+    try:
+        c = read_counts(args.file)
+    except (OSError, ValueError) as e:
+        print(f"syncbed: {args.file}: {e}", file=sys.stderr)
+        return 2
+    dt = time.perf_counter() - t0
+    for (ifi, d), v in sorted(c.per_if.items(), key=lambda kv: str(kv[0])):
+        print(f"{ifi}\t{d}\t{v['packets']}\t{v['payload_bytes']}\t{v.get('retrans_bytes', 0)}")
+    print(f"# {c.packets_total} packets in {dt:.3f} s ({c.packets_total / max(dt, 1e-9) / 1e6:.2f} M packets/s)",
+          file=sys.stderr)
+    return 0
+
+
+def cmd_bench(args) -> int:
+    """The benchmarks of the closing notes that are not an experiment: the pcap reader's speed."""
+    from emulation import bench_pcap
+
+    given = {k: getattr(args, k) for k in ("packets", "path", "repeat", "scapy_packets")}
+    bench_pcap.bench(keep=args.keep, **{k: v for k, v in given.items() if v is not None})  # else its defaults
+    return 0
 
 
 def cmd_project(args) -> int:
@@ -353,7 +426,7 @@ SECONDS = _typed(float, "a number of seconds > 0")
 
 def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="syncbed", description=__doc__.split("\n")[0])
-    sub = p.add_subparsers(dest="cmd", required=True, metavar="{run,topo,algos,analyze,keep,docs,project,clean}")
+    sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="run an experiment (YAML file and/or options)")
     r.add_argument("experiment", nargs="?", help="experiment YAML (experiments/*.yaml)")
     r.add_argument("--name")
@@ -399,10 +472,39 @@ def build_parser() -> argparse.ArgumentParser:
     k.set_defaults(fn=cmd_keep)
     d = sub.add_parser("docs", help="regenerate every table of measured numbers in docs/ from docs/results")
     d.add_argument("--check", action="store_true", help="write nothing; exit 1 naming each table that differs")
+    d.add_argument("--docs", help="the docs folder (default: the repository's docs/)")
+    d.add_argument("--results", help="the results folder (default: DOCS/results)")
     d.set_defaults(fn=cmd_docs)
     add_project(sub)
+    rp = sub.add_parser("report", help="rewrite report.md and plots/ of a results folder from its files")
+    rp.add_argument("dir", help="results folder holding summary.json")
+    rp.set_defaults(fn=cmd_report)
+    sc = sub.add_parser("scaling", help="one table and plot across worker counts from several results folders")
+    sc.add_argument("folders", nargs="+", help="results folders of syncbed run")
+    sc.add_argument("--out", required=True, help="folder for scaling.json, scaling.md, scaling.png")
+    sc.set_defaults(fn=cmd_scaling)
+    pr = sub.add_parser("predict", help="MG-WFBP: the alpha-beta model's iteration times for an experiment "
+                        "file's real setting (no emulation)")
+    pr.add_argument("files", nargs="+", metavar="EXPERIMENT.yaml... [MODEL]",
+                    help="mgwfbp_*.yaml files stating a real_setting, then models (default: each file's list)")
+    pr.set_defaults(fn=cmd_predict)
+    pc = sub.add_parser("pcap", help="packets and TCP payload per interface and direction of a capture")
+    pc.add_argument("file", help="a pcap file (a run's capture.pcap)")
+    pc.set_defaults(fn=cmd_pcap)
+    b = sub.add_parser("bench", help="benchmarks that are not experiments (bench pcap: the capture reader)")
+    bsub = b.add_subparsers(dest="bench", required=True, metavar="{pcap}")
+    bp = bsub.add_parser("pcap", help="packets/s of emulation/pcap.py's reader against scapy's, on a synthetic "
+                         "capture")
+    bp.add_argument("--packets", type=COUNT, help="packets in the synthetic capture (default 2,000,000)")
+    bp.add_argument("--path", help="where it is written (default /tmp/syncbed_bench.pcap)")
+    bp.add_argument("--repeat", type=COUNT, help="timings of each reader variant, the best kept (default 3)")
+    bp.add_argument("--scapy-packets", type=NONNEG,
+                    help="records read by RawPcapReader (it is slow; default 300,000); 0 to skip")
+    bp.add_argument("--keep", action="store_true", help="keep the pcap file")
+    bp.set_defaults(fn=cmd_bench)
     c = sub.add_parser("clean", help="remove what a crashed run left behind")
     c.set_defaults(fn=cmd_clean)
+    sub.metavar = "{" + ",".join(sub.choices) + "}"  # every subcommand, in this order
     return p
 
 

@@ -810,25 +810,3 @@ def read_counts(path: str | os.PathLike, exclude_ports: Iterable[int] = (),
             have = left
         return rd.result(snaplen, truncated)
 
-
-def main(argv=None) -> int:
-    """`python -m emulation.pcap FILE`: packets and payload per interface/direction."""
-    import sys
-    import time
-
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 1:
-        print("usage: python -m emulation.pcap FILE.pcap", file=sys.stderr)
-        return 2
-    t0 = time.perf_counter()
-    c = read_counts(args[0])
-    dt = time.perf_counter() - t0
-    for (ifi, d), v in sorted(c.per_if.items(), key=lambda kv: str(kv[0])):
-        print(f"{ifi}\t{d}\t{v['packets']}\t{v['payload_bytes']}\t{v.get('retrans_bytes', 0)}")
-    print(f"# {c.packets_total} packets in {dt:.3f} s ({c.packets_total / max(dt, 1e-9) / 1e6:.2f} M packets/s)",
-          file=sys.stderr)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -18,5 +18,5 @@ for m in "${models[@]}"; do
     [ "$rc" -eq 2 ] && { echo "!! refused (exit 2): nothing else is started" >&2; exit 2; }
     [ "$rc" -eq 0 ] || echo "!! $m P=$p failed (exit $rc; its folder keeps the partial results)"
   done
-  $py -m emulation.scaling "$out/$m"/p*/*/ --out "$out/$m" || true
+  $py -m emulation.cli scaling "$out/$m"/p*/*/ --out "$out/$m" || true
 done

@@ -1,7 +1,7 @@
 """Docs that cannot drift: every table of measured numbers in docs/ is rewritten from docs/results.
 
-    python -m emulation.report.docs            # rewrite the generated blocks of docs/**/*.md
-    python -m emulation.report.docs --check    # write nothing; exit 1 naming each block that differs
+    syncbed docs            # rewrite the generated blocks of docs/**/*.md
+    syncbed docs --check    # write nothing; exit 1 naming each block that differs
 
 A doc marks each generated table:
 
@@ -17,15 +17,13 @@ empty table; an id in a doc that no table has, or a table that no doc shows, is 
 
 Split of duties: `load_sources` is the only reader of result files; `build_block` turns a
 table and its sources into the block's lines; `regenerate_text` is pure (a doc's text and the
-built blocks in, the new text and what changed out); `run` walks the docs; `main(argv)` is
-the command line (`syncbed docs` wires it).
+built blocks in, the new text and what changed out); `run` walks the docs (`syncbed docs`,
+emulation/cli.py, calls it).
 """
 from __future__ import annotations
 
-import argparse
 import json
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -190,16 +188,3 @@ def run(docs: Path = DOCS, results: Path = RESULTS, check: bool = False, tables:
             f"({len(texts)} files read)")
     return 1 if problems else 0
 
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="syncbed docs", description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true", help="write nothing; exit 1 when a generated block differs")
-    ap.add_argument("--docs", default=str(DOCS), help="the docs folder (default: the repository's docs/)")
-    ap.add_argument("--results", default=None, help="the results folder (default: DOCS/results)")
-    a = ap.parse_args(argv)
-    docs = Path(a.docs)
-    return run(docs, Path(a.results) if a.results else docs / "results", check=a.check)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

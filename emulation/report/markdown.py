@@ -6,12 +6,10 @@ first line, with the reason), configuration, results (columns from columns.py), 
 section per paper whose algorithms ran (emulation/papers/), problems, fidelity, plots,
 each run's timeline.json (a Chrome trace, emulation/timeline.py), how to read it. Every
 `md_*` returns a list of lines; none reads a file.
-Usage: `python -m emulation.report FOLDER`.
+Usage: `syncbed report FOLDER` (emulation/cli.py).
 """
 from __future__ import annotations
 
-import argparse
-import sys
 from pathlib import Path
 
 from emulation import papers
@@ -220,14 +218,3 @@ def write_report(folder: Path) -> Path:
     path.write_text("\n".join(lines))
     return path
 
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m emulation.report",
-                                 description="Write report.md and plots/ for a syncbed results folder.")
-    ap.add_argument("folder", type=Path, help="results folder holding summary.json")
-    args = ap.parse_args(argv)
-    if not args.folder.is_dir():
-        print(f"error: {args.folder} is not a folder", file=sys.stderr)
-        return 2
-    print(write_report(args.folder))
-    return 0

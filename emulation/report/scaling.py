@@ -1,6 +1,6 @@
 """Scaling across experiments: the same algorithms at several worker counts, side by side.
 
-    python -m emulation.scaling results/A results/B results/C --out docs/results/gtopk-scaling
+    syncbed scaling results/A results/B results/C --out docs/results/gtopk-scaling
 
 Reads each folder's summary.json (nothing is re-measured), groups the successful runs by
 algorithm spec and model, and writes `scaling.json`, `scaling.md` (a table per model:
@@ -11,10 +11,8 @@ gTop-k's O(k log P) against Top-k's O(kP) and dense O(d) visible in measured byt
 """
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
-import sys
 from pathlib import Path
 
 from emulation.papers.common import model_name
@@ -143,26 +141,15 @@ def plot(rows, path: Path) -> None:
     plt.close(fig)
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m emulation.scaling", description=__doc__.splitlines()[0])
-    ap.add_argument("folders", nargs="+", help="results folders of syncbed run")
-    ap.add_argument("--out", required=True, help="folder for scaling.json, scaling.md, scaling.png")
-    a = ap.parse_args(argv)
-    try:
-        rows = collect(a.folders)
-        if not rows:
-            raise ValueError("no successful run with iteration times in these folders")
-    except ValueError as e:
-        print(f"scaling: {e}", file=sys.stderr)
-        return 2
-    out = Path(a.out)
+def write(folders, out) -> Path:
+    """scaling.json, scaling.md and scaling.png in `out` from the results folders; returns the
+    Markdown's path. ValueError (one line) when a folder is not one or none has a usable run."""
+    rows = collect(folders)
+    if not rows:
+        raise ValueError("no successful run with iteration times in these folders")
+    out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "scaling.json").write_text(json.dumps(rows, indent=1))
     (out / "scaling.md").write_text(markdown(rows))
     plot(rows, out / "scaling.png")
-    print(out / "scaling.md")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return out / "scaling.md"

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.unit
 def test_every_generated_block_equals_what_docs_results_gives():
     lines: list[str] = []
     rc = docs.run(docs.DOCS, docs.RESULTS, check=True, log=lines.append)
-    assert rc == 0, "docs differ from docs/results (run `python -m emulation.report.docs`):\n" + "\n".join(lines)
+    assert rc == 0, "docs differ from docs/results (run `syncbed docs`):\n" + "\n".join(lines)
 
 
 def test_every_table_is_shown_by_some_doc_and_names_its_sources():

@@ -227,21 +227,12 @@ def test_plan_groups_bad_input_fails_in_one_line(args, message):
     assert "\n" not in str(err.value)
 
 
-def _predict_script():
-    import importlib.util
-    path = Path(__file__).resolve().parents[2] / "scripts" / "mgwfbp_predict.py"
-    spec = importlib.util.spec_from_file_location("mgwfbp_predict", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_predictions_of_the_real_setting_for_the_matrix_cells_not_measured():
-    """scripts/mgwfbp_predict.py (docs/papers/mgwfbp.md section 3) plans the file's real setting:
+    """syncbed predict (emulation/simulator/predict.py; docs/papers/mgwfbp.md section 3) plans the file's real setting:
     MG-WFBP never predicted slower than a baseline, and DenseNet-201's 604 start-ups at the
     16-worker a (0.908 ms) make WFBP start-up-bound (about 1.68x), GoogLeNet's hide (about 1.02x)."""
     experiments = Path(__file__).resolve().parents[2] / "experiments"
-    predict = _predict_script().predict
+    from emulation.simulator.predict import predict
     setting, rows = predict(experiments / "mgwfbp_fattree16.yaml", ["googlenet", "densenet201"])
     assert (setting["workers"], setting["alpha"], setting["beta"]) == (16, 0.908e-3, 7.40e-10)
     by = {r["model"]: r for r in rows}
@@ -255,3 +246,18 @@ def test_predictions_of_the_real_setting_for_the_matrix_cells_not_measured():
     assert dn["wfbp"] / dn["mgwfbp"] > 1.5 and gn["wfbp"] / gn["mgwfbp"] < 1.1
     with pytest.raises(ValueError, match="no real_setting"):
         predict(experiments / "default.yaml")
+
+
+def test_syncbed_predict_prints_one_table_per_file_and_refuses_in_one_line(capsys):
+    from emulation import cli
+
+    experiments = Path(__file__).resolve().parents[2] / "experiments"
+    files = [str(experiments / "mgwfbp_fattree8.yaml"), str(experiments / "mgwfbp_fattree16.yaml")]
+    assert cli.main(["predict", *files, "vgg16"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in out if line.endswith(")")] == files  # one header per file
+    assert sum(line.startswith("| vgg16 | ") for line in out) == 2
+    for argv, what in ((["vgg16"], "the files first"), ([str(experiments / "default.yaml")], "no real_setting")):
+        assert cli.main(["predict", *argv]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("syncbed: ") and what in err and len(err.splitlines()) == 1

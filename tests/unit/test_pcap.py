@@ -703,3 +703,19 @@ def test_union_groups_pathological_spans():
     lim = (1 << 63) - 1
     grp, s, e = _union_groups(np.array([0]), np.array([-lim, lim - 5]), np.array([3 - lim, lim]))
     assert grp.tolist() == [0, 0] and s.tolist() == [-lim, lim - 5] and e.tolist() == [3 - lim, lim]
+
+
+def test_syncbed_bench_pcap_and_syncbed_pcap(tmp_path, capsys):
+    from emulation import cli
+
+    path = tmp_path / "bench.pcap"
+    assert cli.main(["bench", "pcap", "--packets", "3000", "--repeat", "1", "--scapy-packets", "0",
+                     "--path", str(path), "--keep"]) == 0
+    assert capsys.readouterr().out.count("M packets/s") == 3 and path.exists()
+    assert cli.main(["pcap", str(path)]) == 0
+    out, err = capsys.readouterr()
+    res = read_counts(path)
+    assert len(out.splitlines()) == len(res.per_if) and err.startswith("# 3000 packets in ")
+    assert sum(int(line.split("\t")[3]) for line in out.splitlines()) == sum(
+        v["payload_bytes"] for v in res.per_if.values())
+    assert cli.main(["pcap", str(tmp_path / "none.pcap")]) == 2

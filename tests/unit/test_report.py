@@ -222,10 +222,13 @@ def test_no_summary_is_a_failure_that_lists_run_folders(tmp_path):
 
 @pytest.mark.unit
 def test_cli_prints_the_report_path(tmp_path, capsys):
+    from emulation import cli
+
     folder = make_folder(tmp_path)
-    assert report.main([str(folder)]) == 0
+    assert cli.main(["report", str(folder)]) == 0
     assert capsys.readouterr().out.strip() == str(folder / "report.md")
-    assert report.main([str(tmp_path / "nope")]) == 2
+    assert cli.main(["report", str(tmp_path / "nope")]) == 2
+    assert "nope is not a folder" in capsys.readouterr().err
 
 
 @pytest.mark.unit
@@ -263,9 +266,9 @@ def test_layouts_follow_the_structure():
 
 
 @pytest.mark.unit
-def test_python_m_emulation_report_writes_the_report(tmp_path):
+def test_syncbed_report_writes_the_report(tmp_path):
     folder = make_folder(tmp_path)
-    out = subprocess.run([sys.executable, "-m", "emulation.report", str(folder)], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-m", "emulation.cli", "report", str(folder)], capture_output=True, text=True,
                          cwd=Path(__file__).resolve().parents[2], timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == str(folder / "report.md") and (folder / "report.md").is_file()

@@ -1,11 +1,11 @@
-"""emulation/scaling.py: one table across worker counts from several results folders."""
+"""emulation/report/scaling.py (syncbed scaling): one table across worker counts from several results folders."""
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from emulation import scaling
+from emulation.report import scaling
 
 pytestmark = pytest.mark.unit
 
@@ -52,3 +52,16 @@ def test_beside_the_paper_at_the_largest_p_and_one_plot_row_per_model(tmp_path):
     assert "| resnet20 | 4 | – | – | 96.8% | – | – | 31.3% / 75.6% / 85.7% |" in text
     scaling.plot(rows, tmp_path / "scaling.png")
     assert (tmp_path / "scaling.png").stat().st_size > 10_000
+
+
+def test_syncbed_scaling_writes_the_table_and_refuses_in_one_line(tmp_path, capsys):
+    from emulation import cli
+
+    folder = _folder(tmp_path, "p4", [_run("ring", 4, 8.0)])
+    assert cli.main(["scaling", str(folder), "--out", str(tmp_path / "out")]) == 0
+    assert capsys.readouterr().out.strip() == str(tmp_path / "out" / "scaling.md")
+    assert {p.name for p in (tmp_path / "out").iterdir()} == {"scaling.json", "scaling.md", "scaling.png"}
+    assert cli.main(["scaling", str(tmp_path / "nowhere"), "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("scaling: ") and "has no summary.json" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "x").exists()

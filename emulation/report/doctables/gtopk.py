@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import statistics
-from emulation import scaling
+from emulation.report import scaling
 from emulation.papers import common
 from emulation.papers import gtopk as gtopk_paper
 from emulation.report.doctables.cells import (
@@ -71,7 +71,7 @@ def _scaling_rows(data: dict) -> list[dict]:
 
 
 def gtopk_beside_paper(data: dict) -> list[str]:
-    """Section 5: each model at P = 32 beside the authors' numbers (emulation/scaling.py's own table)."""
+    """Section 5: each model at P = 32 beside the authors' numbers (emulation/report/scaling.py's own table)."""
     lines = scaling.beside_paper(_scaling_rows(data), gtopk_paper.EFFICIENCY)
     start = next(i for i, line in enumerate(lines) if line.startswith("| model"))
     return [line for line in lines[start:] if line]
