@@ -287,6 +287,46 @@ def cmd_docs(args) -> int:
     return docs.run(folder, Path(args.results) if args.results else folder / "results", check=args.check)
 
 
+def cmd_train(args) -> int:
+    """Localhost training (emulation/trainer.py): no root, no emulator; Gloo on `lo`."""
+    import signal
+    import traceback
+
+    def stop(signum, frame):  # a background job ignores SIGINT; SIGTERM must still stop the ranks
+        raise KeyboardInterrupt(f"signal {signum}")
+    signal.signal(signal.SIGTERM, stop)
+    if hasattr(sys.stdout, "reconfigure"):  # progress lines as they happen, also into a log file
+        sys.stdout.reconfigure(line_buffering=True)
+    try:
+        import torch
+
+        from emulation import config, trainer
+
+        torch.set_num_threads(1)  # before validate_local builds a network: see trainer.experiment
+        try:
+            cfg = config.load(args.experiment, defaults=config.TRAIN_DEFAULTS, out=args.out, iters=args.iters)
+            runs = config.validate_local(cfg)
+            if args.resume is not None:
+                trainer.open_results(cfg, runs, args.resume)  # refuses another experiment's folder
+        except ValueError as e:
+            print(f"syncbed: {e}", file=sys.stderr)
+            return 2
+        counts = ", ".join(str(p) for p in dict.fromkeys(r.workers for r in runs))
+        print(f"{cfg.name}: {len(runs)} runs ({cfg.model}, P = {counts}; "
+              f"{', '.join(dict.fromkeys(r.spec for r in runs))}), {cfg.iters} iterations each")
+        out = trainer.experiment(cfg, runs, resume=args.resume)
+    except KeyboardInterrupt:
+        print("syncbed: interrupted; a results folder keeps the runs that finished", file=sys.stderr)
+        return 130
+    except Exception as e:  # one line for the operator, the traceback for debugging
+        print(f"syncbed: error: {type(e).__name__}: {e}", file=sys.stderr)
+        traceback.print_exc(file=sys.stderr)
+        return 1
+    summary = json.loads((out / "summary.json").read_text())
+    print(f"done in {summary['wall_seconds'] / 60:.1f} min: {out / 'report.md'}")
+    return 0 if summary["status"] == "ok" else 1
+
+
 def cmd_report(args) -> int:
     """report.md and plots/ of a results folder, from its files only (no re-analysis)."""
     folder = Path(args.dir)
@@ -476,6 +516,14 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--results", help="the results folder (default: DOCS/results)")
     d.set_defaults(fn=cmd_docs)
     add_project(sub)
+    tr = sub.add_parser("train", help="train a real model with each algorithm on localhost (Gloo on lo, no root): "
+                        "convergence")
+    tr.add_argument("experiment", help="experiment YAML (e.g. experiments/convergence_gtopk.yaml)")
+    tr.add_argument("--out", help="results folder (default: the file's `out`, else results/)")
+    tr.add_argument("--iters", type=COUNT, help="override the file's iters")
+    tr.add_argument("--resume", metavar="DIR", help="a results folder of an earlier, stopped session of the same "
+                    "experiment: keep its finished runs, run the others")
+    tr.set_defaults(fn=cmd_train)
     rp = sub.add_parser("report", help="rewrite report.md and plots/ of a results folder from its files")
     rp.add_argument("dir", help="results folder holding summary.json")
     rp.set_defaults(fn=cmd_report)

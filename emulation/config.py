@@ -14,6 +14,12 @@ or, per topology:
 An algorithm is a spec with options, `topk,density=0.01` (workloads/algorithms/base.py,
 `parse_algos`); the same algorithm may appear twice with other options. `options:
 {name: {key: value}}` gives defaults for every spec of that name; a spec's own win.
+
+The same file format drives `syncbed train` (localhost training, emulation/trainer.py):
+`load(path, defaults=TRAIN_DEFAULTS)` then `validate_local(cfg)`, which checks what training
+reads (the training keys below, `workers` one count or a list of them) and plans one
+`LocalRun` per (worker count, algorithm); the network's keys (topologies, bw, ecmp, ...)
+mean nothing on `lo` and are not read.
 """
 from __future__ import annotations
 
@@ -34,7 +40,7 @@ class RunConfig:
     name: str = "experiment"
     topologies: object = field(default_factory=lambda: ["fattree,k=4", "bcube,n=4,k=2"])
     algorithms: list = field(default_factory=lambda: ["gloo", "ring", "ps"])
-    workers: int | None = None  # None: every host of the topology
+    workers: int | None = None  # None: every host of the topology (syncbed train: a count or a list of counts)
     servers: int = 0  # dedicated PS hosts (ps only)
     placement: str = "ordered"  # ranks on hosts: in host order, or spread over pods/edges
     model: object = "synthetic,mb=4"  # one spec or a list of specs (each run once per model)
@@ -71,6 +77,8 @@ class RunConfig:
     batch: int = 32  # per worker, in training mode
     check_iters: int | None = None  # training: iterations checked against the oracle (None: all)
     eval_every: int = 1  # training: rank 0 evaluates the held-out split every eval_every iterations
+    lr_milestones: list = field(default_factory=list)  # training: MultiStepLR, lr x lr_gamma at each iteration here
+    lr_gamma: float = 0.1
     target_accuracy: float | None = None  # training: report the time and iterations to reach it
     # a user's DistributedDataParallel script with the algorithm as its communication hook
     # (workloads/ddp_hooks.py, workloads/ddp_worker.py); needs train: true
@@ -101,9 +109,16 @@ class RunConfig:
                      if a else []) for t, a in pairs]
 
 
-def load(path: str | Path | None = None, **overrides) -> RunConfig:
-    """Read a YAML experiment file (optional) and apply non-None overrides on top."""
-    data: dict = {}
+# `syncbed train` (emulation/trainer.py): the values a training file leaves out (warmup 0: every
+# iteration trains and is logged; a short check, a sparse held-out curve)
+TRAIN_DEFAULTS = {"model": "resnet20", "workers": [4], "algorithms": ["ring"], "iters": 100, "warmup": 0,
+                  "batch": 8, "check_iters": 3, "eval_every": 10, "timeout": 900.0, "train": True}
+
+
+def load(path: str | Path | None = None, defaults: dict | None = None, **overrides) -> RunConfig:
+    """Read a YAML experiment file (optional) and apply non-None overrides on top; `defaults`
+    (e.g. TRAIN_DEFAULTS) replace RunConfig's own for the keys neither gives."""
+    data: dict = dict(defaults or {})
     if path:
         p = Path(path)
         if not p.is_file():
@@ -114,6 +129,7 @@ def load(path: str | Path | None = None, **overrides) -> RunConfig:
             raise ValueError(f"experiment file {p} is not valid YAML: {str(e).splitlines()[0]}") from None
         if not isinstance(data, dict):
             raise ValueError(f"experiment file {p} must be a mapping of options")
+        data = {**dict(defaults or {}), **data}
         data.setdefault("name", p.stem)
     data.update({k: v for k, v in overrides.items() if v is not None})
     known = {f.name for f in fields(RunConfig)}
@@ -125,6 +141,8 @@ def load(path: str | Path | None = None, **overrides) -> RunConfig:
         cfg.topologies = [cfg.topologies]
     if isinstance(cfg.algorithms, str):  # "ring,ps" or "topk,density=0.01": one spec each
         cfg.algorithms = [base.spec_of(n, o) for n, o in base.parse_algos(cfg.algorithms)]
+    if cfg.lr_milestones is None or isinstance(cfg.lr_milestones, int):  # one milestone, or none
+        cfg.lr_milestones = [] if cfg.lr_milestones is None else [cfg.lr_milestones]
     return cfg
 
 
@@ -292,6 +310,90 @@ def _check_training(cfg: RunConfig, train_models) -> None:
     t = cfg.target_accuracy
     if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t <= 1):
         raise ValueError(f"target_accuracy={t!r} is invalid: must be a fraction in (0, 1]")
+    b = cfg.batch
+    if isinstance(b, bool) or not isinstance(b, int) or b < 1:
+        raise ValueError(f"batch={b!r} is invalid: must be an integer >= 1 (images per worker and iteration)")
+    for name in ("lr", "lr_gamma"):
+        v = getattr(cfg, name)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < float("inf"):
+            raise ValueError(f"{name}={v!r} is invalid: must be a number > 0")
+    m = cfg.lr_milestones
+    total = cfg.warmup + cfg.iters if all(isinstance(x, int) for x in (cfg.warmup, cfg.iters)) else None
+    if not isinstance(m, (list, tuple)) or any(isinstance(x, bool) or not isinstance(x, int) for x in m) \
+            or list(m) != sorted(set(m)) or any(x < 1 or (total is not None and x >= total) for x in m):
+        raise ValueError(f"lr_milestones must be increasing iterations in 1..{(total or 0) - 1}, got {m!r}")
+
+
+@dataclass
+class LocalRun:
+    """One localhost training run of `syncbed train`: `workers` ranks on `lo`, one algorithm,
+    the model unscaled (the job writer, emulation/workers.py, reads it as a PlannedRun)."""
+
+    index: int
+    workers: int
+    algorithm: str  # registered name
+    spec: str  # canonical spec (base.spec_of)
+    dense: bool  # the algorithm's result is the dense sum (it has no reference of its own)
+    plan: dict
+    model: object  # workloads.models.Model of the spec (`train_model`)
+    servers: int = 0
+    background: list = field(default_factory=list)
+
+    @property
+    def hosts(self) -> list:
+        return ["localhost"] * self.workers
+
+    @property
+    def slug(self) -> str:
+        text = "".join(c if c.isalnum() else "-" for c in self.spec).strip("-")
+        return f"{self.index:02d}-p{self.workers}-{text}"
+
+
+def validate_local(cfg: RunConfig) -> list[LocalRun]:
+    """`syncbed train`: check what localhost training reads and plan every run, one per (worker
+    count, algorithm spec), in that order; ValueError (one line) before any process starts."""
+    counts = list(cfg.workers) if isinstance(cfg.workers, (list, tuple)) else [cfg.workers]
+    if not counts or any(isinstance(p, bool) or not isinstance(p, int) or p < 1 for p in counts):
+        raise ValueError(f"workers={cfg.workers!r} is invalid: must be an integer >= 1 or a list of them")
+    for name, lo in (("iters", 1), ("warmup", 0), ("seed", 0)):
+        v = getattr(cfg, name)
+        if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+            raise ValueError(f"{name}={v!r} is invalid: must be an integer >= {lo}")
+    if isinstance(cfg.timeout, bool) or not isinstance(cfg.timeout, (int, float)) or cfg.timeout <= 0:
+        raise ValueError(f"timeout={cfg.timeout!r} is invalid: must be a number > 0")
+    if cfg.servers:
+        raise ValueError(f"servers={cfg.servers!r} is invalid: syncbed train runs every rank as a worker (use 0)")
+    if cfg.ddp:
+        raise ValueError("ddp: true runs a DDP script inside the emulation (syncbed run); syncbed train runs "
+                         "syncbed's own worker")
+    if not cfg.train:
+        raise ValueError("train: false is invalid for syncbed train (it trains; synthetic gradients: syncbed run)")
+    from workloads import models  # torch import: only once the cheap checks passed
+
+    if len(cfg.models()) != 1:
+        raise ValueError(f"syncbed train trains one model per file, got {', '.join(cfg.models()) or 'none'}; "
+                         f"valid: {', '.join(models.TRAIN_MODELS)}")
+    _check_training(cfg, models.TRAIN_MODELS)
+    for a in cfg.options:
+        base.get(a)
+    specs = [a for _, algos in cfg.matrix() for a in algos] if isinstance(cfg.topologies, dict) else \
+        [(n, {**dict(cfg.options.get(n) or {}), **o}) for n, o in base.parse_algos(cfg.algorithms)]
+    if not specs:
+        raise ValueError("no algorithm given; see syncbed algos")
+    specs = list({base.spec_of(n, o): (n, o) for n, o in specs}.values())  # each spec once
+    model = models.load(cfg.model)  # the spec's layers: the job's, and the planners' sizes
+    sizes = tuple(layer.numel for layer in model.layers)
+    layers = tuple((layer.name, layer.numel, layer.backward_s) for layer in model.layers)
+    runs = []
+    for p in dict.fromkeys(counts):
+        trainer = models.DigitsTrainer(0, p, cfg.seed, cfg.batch, cfg.model)  # refuses P x batch > the data
+        if list(sizes) not in (trainer.layer_sizes(False), trainer.layer_sizes(True)):
+            raise ValueError(f"model {cfg.model}: the spec's layers are not the trained network's")
+        for name, opts in specs:
+            algo, plan = base.plan_for(name, base.PlanContext(p, sizes, options=dict(opts), layers=layers))
+            runs.append(LocalRun(len(runs) + 1, p, algo.name, base.spec_of(name, opts), algo.reference is None,
+                                 plan, model))
+    return runs
 
 
 def _check_ddp(cfg: RunConfig) -> None:

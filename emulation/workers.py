@@ -28,6 +28,12 @@ class WorkerFailure(RuntimeError):
 
 def write_job(run, cfg, run_dir: Path, groups: list) -> Path:
     """The run's `Job` (workloads/job.py), checked and written as `run_dir/job.json`."""
+    return job_for(run, cfg, run_dir, groups).write(run_dir / "job.json")
+
+
+def job_for(run, cfg, run_dir: Path, groups: list):
+    """The `Job` of a planned run (config.PlannedRun, or config.LocalRun: `syncbed train`) under
+    the experiment's RunConfig: the one mapping of both onto job.json's fields."""
     from workloads.algorithms import base
     from workloads.job import Job, JobModel
 
@@ -45,6 +51,7 @@ def write_job(run, cfg, run_dir: Path, groups: list) -> Path:
     if cfg.train:
         job.train_model, job.check_iters, job.eval_every = run.model.spec, cfg.check_iters, cfg.eval_every
         job.target_accuracy = cfg.target_accuracy
+        job.lr_milestones, job.lr_gamma = list(cfg.lr_milestones), cfg.lr_gamma
     if getattr(cfg, "ddp", False):
         job.ddp, job.bucket_mb = True, float(cfg.bucket_mb)
     algo = base.get(run.algorithm)
@@ -55,7 +62,7 @@ def write_job(run, cfg, run_dir: Path, groups: list) -> Path:
         per_rank = (3 * run.workers + 4) * run.model.bytes
         if per_rank * run.workers > ORACLE_BUDGET:
             job.oracle_ranks = [0]
-    return job.write(run_dir / "job.json")
+    return job
 
 
 def _worker_env() -> dict:

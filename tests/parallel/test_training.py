@@ -4,8 +4,8 @@ Ranks are forked from this process (`spawn_ranks`) and run `workloads.worker.run
 so what is asserted is the worker's own log: every checked iteration of `topk` and `gtopk`
 equals the algorithm's reference over every worker's real gradient (residuals carried by
 both sides), `check_iters` stops the checks (and the oracle's extra backward passes) where
-it says, every rank ends with the same parameters, and a dense run learns. The last test
-runs `python -m emulation.localtrain` on a tiny experiment file.
+it says, every rank ends with the same parameters, and a dense run learns. The last tests
+run `syncbed train` (emulation/trainer.py) on a tiny experiment file.
 """
 import json
 import os
@@ -163,13 +163,13 @@ def test_worker_refuses_a_job_whose_layers_are_not_the_trained_network(tmp_path)
     assert len(errors) == 1 and "are not those of train_model 'resnet20'" in errors[0]["message"]
 
 
-def test_localtrain_writes_summary_report_and_plot(tmp_path):
+def test_syncbed_train_writes_summary_report_and_plot(tmp_path):
     config = tmp_path / "tiny.yaml"
     config.write_text(json.dumps({  # YAML is a superset of JSON
         "name": "tiny", "model": MODEL, "workers": [2], "algorithms": ["ring", "gtopk,density=0.001"],
         "iters": 4, "batch": 8, "lr": 0.1, "lr_milestones": [3], "check_iters": 2, "eval_every": 2,
         "timeout": 120, "out": str(tmp_path / "results")}))
-    proc = subprocess.run([sys.executable, "-m", "emulation.localtrain", str(config)], cwd=REPO,
+    proc = subprocess.run([sys.executable, "-m", "emulation.cli", "train", str(config)], cwd=REPO,
                           env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True, text=True,
                           timeout=150)
     assert proc.returncode == 0, proc.stderr
@@ -191,8 +191,12 @@ def test_localtrain_writes_summary_report_and_plot(tmp_path):
     assert (out / "convergence.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     report = (out / "report.md").read_text()
     assert "| algorithm | P=2 |" in report and "| ring (dense) |" in report and "convergence.png" in report
+    # the runner's job writer, on lo: no profiled compute added, no go file, the file's lr schedule
+    job = Job.read(out / summary["runs"][1]["dir"] / "job.json")
+    assert (job.train, job.train_model, job.dilation, job.go_file) == (True, MODEL, 0.0, None)
+    assert (job.hosts, job.lr_milestones, job.lr_gamma, job.warmup) == (["localhost"] * 2, [3], 0.1, 0)
     # a resumed session keeps the finished runs and runs nothing again
-    again = subprocess.run([sys.executable, "-m", "emulation.localtrain", str(config), "--resume", str(out)],
+    again = subprocess.run([sys.executable, "-m", "emulation.cli", "train", str(config), "--resume", str(out)],
                            cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True,
                            text=True, timeout=60)
     assert again.returncode == 0, again.stderr
@@ -201,13 +205,13 @@ def test_localtrain_writes_summary_report_and_plot(tmp_path):
     assert resumed["runs"] == summary["runs"] and [s["runs"] for s in resumed["sessions"]] == [2, 0]
 
 
-def test_localtrain_refuses_a_bad_spec_before_starting_anything(tmp_path):
+def test_syncbed_train_refuses_a_bad_spec_before_starting_anything(tmp_path):
     config = tmp_path / "bad.yaml"
     config.write_text(json.dumps({"model": MODEL, "workers": [2], "algorithms": ["gtopk,density=2"],
                                   "out": str(tmp_path / "results")}))
-    proc = subprocess.run([sys.executable, "-m", "emulation.localtrain", str(config)], cwd=REPO,
+    proc = subprocess.run([sys.executable, "-m", "emulation.cli", "train", str(config)], cwd=REPO,
                           env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 2
-    assert proc.stderr.startswith("localtrain: ") and len(proc.stderr.strip().splitlines()) == 1
+    assert proc.stderr.startswith("syncbed: ") and len(proc.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "results").exists()

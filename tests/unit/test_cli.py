@@ -66,8 +66,8 @@ BAD_INPUT = {
     "timeout_s": (["run", "--timeout", "10s"], r"argument --timeout: '10s' is not valid; give a number of seconds",
                   FRESH),
     "unknown_option": (["run", "--bogus"], r"unrecognized arguments: --bogus; see syncbed --help", FRESH),
-    "no_command": ([], r"the following arguments are required: \{run,topo,algos,analyze,keep,docs,project,report,scaling,predict,"
-                 r"pcap,bench,clean\}", FRESH),
+    "no_command": ([], r"the following arguments are required: \{run,topo,algos,analyze,keep,docs,project,train,report,"
+                 r"scaling,predict,pcap,bench,clean\}", FRESH),
     # analyze on folders that are not an experiment's results: one line, nothing written
     "analyze_nowhere": (["analyze", "{tmp}/nowhere"], r"nowhere is not a folder; give a results folder made by "
                         r"syncbed run", FRESH),

@@ -144,7 +144,7 @@ def _convergence_rows(summary: dict) -> list[dict]:
 def gtopk_convergence(data: dict) -> list[str]:
     """Section 4: final held-out accuracy and loss per algorithm and P, the gap to dense."""
     runs = _convergence_rows(data["convergence-gtopk/summary.json"])
-    from emulation.localtrain import compare
+    from emulation.report.convergence import compare
 
     gaps = {(c["spec"], c["workers"]): c["gap_pp"] for c in compare(runs)}
     ps = sorted({r["workers"] for r in runs})
