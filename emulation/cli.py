@@ -1,13 +1,25 @@
-"""`syncbed`: run experiments, describe topologies, re-analyse results, clean up.
+"""`syncbed`: every user action, one subcommand each (the README's table lists them).
 
     syncbed run [EXPERIMENT.yaml] [--topo SPEC] [--algo A[,B]]... [--workers N] [--model M]
-                [--bw MBPS] [--iters N] [--out DIR] ...
+                [--bw MBPS] [--iters N] [--out DIR] ...      an experiment in the emulator (root)
     syncbed topo SPEC         servers, switches, links, NICs per server
     syncbed algos             the registered sync algorithms
     syncbed analyze DIR       recompute summary.json and report.md from a results folder
+    syncbed keep DIR DEST     a copy without pcaps that analyze still redoes
+    syncbed docs [--check]    regenerate the measured tables of docs/ from docs/results
     syncbed project [EXPERIMENT.yaml] [--topo SPEC ...] [--algo A[,B]]... [--measured DIR] ...
-                              the same plans in SimGrid, at any size (emulation/simulator/core.py)
+                              the same plans in SimGrid, at any size (emulation/simulator/)
+    syncbed train EXPERIMENT.yaml [--resume DIR]
+                              real training on localhost, Gloo on lo (emulation/trainer.py)
+    syncbed report DIR        rewrite report.md and plots/ from a results folder's files
+    syncbed scaling DIR... --out DIR    one table across worker counts (emulation/report/scaling.py)
+    syncbed predict EXPERIMENT.yaml... [MODEL ...]    MG-WFBP's alpha-beta predictions
+    syncbed pcap FILE         packets and payload per interface and direction of a capture
+    syncbed bench pcap        the capture reader's speed
     syncbed clean             undo whatever a crashed run left (processes, bridges, links)
+
+`build_parser` holds every option; each `cmd_*` checks its input (one line and exit 2 when
+bad, before anything starts) and calls the module that does the work.
 
 Exit codes: 0 ok, 1 the experiment failed, 2 bad input or environment (nothing was
 started), 130 interrupted.

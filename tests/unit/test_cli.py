@@ -500,3 +500,15 @@ def test_keep_refuses_a_folder_that_is_not_results_and_a_dest_that_is_not_empty(
     assert "not empty" in capsys.readouterr().err
     assert cli.main(["keep", str(tmp_path), str(tmp_path / "new")]) == 2
     assert "no summary.json" in capsys.readouterr().err
+
+
+def test_the_readme_lists_every_subcommand():
+    """Issue #20: every user action is a syncbed subcommand, and the README's table lists each."""
+    import argparse
+
+    from emulation.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    text = (ROOT / "README.md").read_text()
+    listed = re.findall(r"^\| `([a-z]+)[ `]", text, re.M)
+    assert listed == list(sub.choices)
