@@ -46,7 +46,7 @@ import sys
 import time
 import traceback
 
-from workloads.eventlog import EventLog, read_logs, sent_since  # noqa: F401 (read_logs: for old importers)
+from workloads.eventlog import EventLog, sent_since
 from workloads.job import Job
 
 CRASH_EXIT = 3
