@@ -176,6 +176,38 @@ def _frame(buf: bytearray, have: int, unpack_from) -> tuple[list[int], int]:
     return offs, off
 
 
+def _views(buf: bytearray, endian: str) -> tuple[np.ndarray, ...]:
+    """(u8, f32, b32, b16): the chunk buffer as bytes and as overlapping byte-strided
+    (unaligned) views, so that ``view[offset]`` reads the field at any byte offset: f32 a
+    32-bit word in the file's byte order (record headers), b32 and b16 big-endian words
+    (network headers)."""
+    size = len(buf)
+    return (np.frombuffer(buf, dtype=np.uint8),
+            np.ndarray(shape=(size - 3,), dtype=endian + "u4", buffer=buf, strides=(1,)),
+            np.ndarray(shape=(size - 3,), dtype=">u4", buffer=buf, strides=(1,)),
+            np.ndarray(shape=(size - 1,), dtype=">u2", buffer=buf, strides=(1,)))
+
+
+def _key_index(keycode: np.ndarray | None, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(keys, kidx): the distinct keycodes of a chunk's ``n`` records, ascending, and each
+    record's index into them; the single key ``_ANY`` when the capture carries no key
+    (``keycode`` None). A dense bincount when the codes span < 4096, else ``np.unique``."""
+    if keycode is None:
+        return np.array([_ANY], dtype=np.int64), np.zeros(n, dtype=np.int64)
+    kmin = int(keycode.min())
+    kmax = int(keycode.max())
+    if kmax - kmin >= 4096:
+        keys, kidx = np.unique(keycode, return_inverse=True)
+        return keys, kidx.reshape(-1)
+    rel = keycode - kmin
+    present = np.flatnonzero(np.bincount(rel, minlength=kmax - kmin + 1))
+    if present.size == kmax - kmin + 1:
+        return present + kmin, rel
+    remap = np.zeros(kmax - kmin + 1, dtype=np.int64)
+    remap[present] = np.arange(present.size)
+    return present + kmin, remap[rel]
+
+
 class _Reader:
     """Accumulates the counts of one file, chunk by chunk."""
 
@@ -218,101 +250,110 @@ class _Reader:
 
     # -- one chunk -----------------------------------------------------------------
     def chunk(self, buf: bytearray, starts: np.ndarray) -> None:
-        """starts: record offsets of the complete records plus the end offset."""
+        """Count the complete records of one chunk. ``starts``: their offsets in ``buf``
+        plus the end offset. Each step below works on every record of the chunk at once
+        (numpy gathers from the byte-strided views of ``_views``)."""
         o = starts[:-1]
         n = o.size
         if n == 0:
             return
         caplen = np.diff(starts) - 16
-        L = len(buf)
-        u8 = np.frombuffer(buf, dtype=np.uint8)
-        e = self.endian
-        f32 = np.ndarray(shape=(L - 3,), dtype=e + "u4", buffer=buf, strides=(1,))
-        b32 = np.ndarray(shape=(L - 3,), dtype=">u4", buffer=buf, strides=(1,))
-        b16 = np.ndarray(shape=(L - 1,), dtype=">u2", buffer=buf, strides=(1,))
+        u8, f32, b32, b16 = _views(buf, self.endian)
+        sec, frac = self._timestamps(f32, o)
+        origlen = f32[o + 12].astype(np.int64)
+        d = o + 16  # first byte of each frame
+        proto, hl, keycode, wire = self._link_header(u8, b32, b16, d, origlen)
+        l3, t, tcp, payload = self._tcp_segments(u8, b16, d, hl, proto, caplen, origlen)
+        sel, ports, addrs = self._select(b32, l3, t, tcp, n)
+        keys, kidx = _key_index(keycode, n)
+        payload_sel = np.where(sel, payload, 0)
+        self._accumulate(keys, kidx, tcp, sel, wire, payload, payload_sel)
+        self.packets += n
+        seg = np.flatnonzero(sel & (payload > 0))
+        if seg.size:
+            self._segments(seg, keys, kidx, l3, t, payload, b32,
+                           None if addrs is None else (addrs[0][seg], addrs[1][seg]))
+        if self.series_bin is not None:
+            self._add_series(sec, frac, keys, kidx, payload_sel)
+        if self.want_flows:
+            self._add_flow_bytes(sel, keys, kidx, ports, addrs, payload)
 
-        # Timestamps (integer, file units).
+    def _timestamps(self, f32: np.ndarray, o: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(seconds, fraction) of each record (int64; the fraction in file units, us or ns);
+        widens the running first/last timestamps."""
         sec = f32[o].astype(np.int64)
         frac = f32[o + 4].astype(np.int64)
-        unit = 1_000_000_000 if self.nanosecond else 1_000_000
-        ts = sec * unit + frac
+        ts = sec * (1_000_000_000 if self.nanosecond else 1_000_000) + frac
         tmin, tmax = int(ts.min()), int(ts.max())
         self.ts_min = tmin if self.ts_min is None else min(self.ts_min, tmin)
         self.ts_max = tmax if self.ts_max is None else max(self.ts_max, tmax)
-        origlen = f32[o + 12].astype(np.int64)
+        return sec, frac
 
-        d = o + 16
-        lt = self.linktype
-        if lt == LINKTYPE_LINUX_SLL2:
+    def _link_header(self, u8, b32, b16, d, origlen) -> tuple:
+        """(proto, hl, keycode, wire) of each record from its link-layer header: the
+        EtherType, the header length (an int; an array when some Ethernet frames carry an
+        802.1Q tag), the keycode ``ifindex * 4 + direction`` (None for a capture with one
+        key: Ethernet) and the wire length (a cooked header of an Ethernet device stands
+        for the 14-byte Ethernet header)."""
+        if self.linktype == LINKTYPE_LINUX_SLL2:
             hl = 20
             proto = b16[d]
             ifindex = b32[d + 4].astype(np.int64)
             pkttype = u8[d + 10]
             arphrd = b16[d + 8]
-        elif lt == LINKTYPE_LINUX_SLL:
+        elif self.linktype == LINKTYPE_LINUX_SLL:
             hl = 16
             proto = b16[d + 14]
             ifindex = None
             pkttype = b16[d]
             arphrd = b16[d + 2]
-        else:  # Ethernet
-            hl = 14
+        else:  # Ethernet: no direction, no interface; one 802.1Q tag
             proto = b16[d + 12]
-            ifindex = None
-            pkttype = None
-            arphrd = None
-
-        if pkttype is not None:
-            direction = np.where(pkttype == 4, _TX, np.where(pkttype <= 3, _RX, _ANY))
-            if ifindex is not None:
-                keycode = ifindex * 4 + direction
-            else:
-                keycode = direction.astype(np.int64)
-            # Cooked header of an Ethernet device stands for a 14-byte Ethernet header.
-            wire = origlen + np.where(arphrd == 1, 14 - hl, -hl)
-            hl_arr = None
-        else:
-            keycode = None   # single key (iface, "any")
-            wire = origlen
-            # One 802.1Q tag.
             vlan = proto == 0x8100
             if vlan.any():
-                proto = np.where(vlan, b16[d + 16], proto)
-                hl_arr = np.where(vlan, 18, 14)
-            else:
-                hl_arr = None
+                return np.where(vlan, b16[d + 16], proto), np.where(vlan, 18, 14), None, origlen
+            return proto, 14, None, origlen
+        direction = np.where(pkttype == 4, _TX, np.where(pkttype <= 3, _RX, _ANY))
+        keycode = ifindex * 4 + direction if ifindex is not None else direction.astype(np.int64)
+        wire = origlen + np.where(arphrd == 1, 14 - hl, -hl)
+        return proto, hl, keycode, wire
 
-        l3 = d + (hl if hl_arr is None else hl_arr)
-        min_ip = (hl if hl_arr is None else hl_arr) + 20
+    def _tcp_segments(self, u8, b16, d, hl, proto, caplen, origlen) -> tuple:
+        """(l3, t, tcp, payload): each record's IP and TCP header offsets, whether it is a
+        TCP segment whose headers were captured (IPv4, first fragment), and its TCP payload
+        length (``IP total length - IP header - TCP data offset``, never the captured
+        length; the original length when the total length is 0, as for BIG TCP). Counts
+        the TCP segments whose TCP header did not fit in the snaplen (``short``)."""
+        l3 = d + hl
         vhl = u8[l3]
         ihl = (vhl & 15).astype(np.int64) * 4
-        is_tcp = ((proto == 0x0800) & (caplen >= min_ip) & ((vhl >> 4) == 4) & (ihl >= 20)
+        is_tcp = ((proto == 0x0800) & (caplen >= hl + 20) & ((vhl >> 4) == 4) & (ihl >= 20)
                   & (u8[l3 + 9] == 6) & ((b16[l3 + 6] & 0x1FFF) == 0))
         t = l3 + ihl
         tcp_ok = caplen >= (t - d) + 13
-        short = is_tcp & ~tcp_ok
+        self.short += int(np.count_nonzero(is_tcp & ~tcp_ok))
         tcp = is_tcp & tcp_ok
-        nshort = int(np.count_nonzero(short))
-        self.short += nshort
-
         doff = (u8[t + 12] >> 4).astype(np.int64) * 4
         totlen = b16[l3 + 2].astype(np.int64)
         if not totlen.all():
             totlen = np.where(totlen == 0, origlen - (l3 - d), totlen)
         payload = totlen - ihl - doff
         np.maximum(payload, 0, out=payload)
+        return l3, t, tcp, payload
 
+    def _select(self, b32, l3, t, tcp, n: int) -> tuple:
+        """(sel, ports, addrs): the TCP segments counted as payload (``exclude_ports`` and
+        ``networks`` applied), and the (sport, dport) and (src, dst) columns when a filter
+        or the flows needed them (else None)."""
         sel = tcp
-        need_ports = self.port_lut is not None or self.want_flows
-        if need_ports:
-            ports = b32[t]
-            sport = ports >> 16
-            dport = ports & 0xFFFF
+        ports = addrs = None
+        if self.port_lut is not None or self.want_flows:
+            both = b32[t]
+            ports = (both >> 16, both & 0xFFFF)
             if self.port_lut is not None:
-                sel = sel & ~(self.port_lut[sport] | self.port_lut[dport])
+                sel = sel & ~(self.port_lut[ports[0]] | self.port_lut[ports[1]])
         if self.nets is not None or self.want_flows:
-            src = b32[l3 + 12]
-            dst = b32[l3 + 16]
+            addrs = src, dst = (b32[l3 + 12], b32[l3 + 16])
             if self.nets is not None:
                 src_in = np.zeros(n, dtype=bool)
                 dst_in = np.zeros(n, dtype=bool)
@@ -320,32 +361,14 @@ class _Reader:
                     src_in |= (src & mask) == net
                     dst_in |= (dst & mask) == net
                 sel = sel & src_in & dst_in
+        return sel, ports, addrs
 
-        cat = np.full(n, _CAT_OTHER, dtype=np.int64)
+    def _accumulate(self, keys, kidx, tcp, sel, wire, payload, payload_sel) -> None:
+        """Add the chunk to the running totals per key (``acc``): packets and wire bytes
+        per category (payload, excluded, other), payload bytes, excluded payload bytes."""
+        cat = np.full(kidx.size, _CAT_OTHER, dtype=np.int64)
         cat[tcp] = _CAT_EXCLUDED
         cat[sel] = _CAT_PAYLOAD
-        payload_sel = np.where(sel, payload, 0)
-
-        # ---- per key aggregation ----
-        if keycode is None:
-            kidx = np.zeros(n, dtype=np.int64)
-            keys = np.array([_ANY], dtype=np.int64)
-        else:
-            kmin = int(keycode.min())
-            kmax = int(keycode.max())
-            if kmax - kmin < 4096:
-                rel = keycode - kmin
-                present = np.flatnonzero(np.bincount(rel, minlength=kmax - kmin + 1))
-                keys = present + kmin
-                if present.size == kmax - kmin + 1:
-                    kidx = rel
-                else:
-                    remap = np.zeros(kmax - kmin + 1, dtype=np.int64)
-                    remap[present] = np.arange(present.size)
-                    kidx = remap[rel]
-            else:
-                keys, kidx = np.unique(keycode, return_inverse=True)
-                kidx = kidx.reshape(-1)
         nk = keys.size
         code = kidx * 3 + cat
         cnt = np.bincount(code, minlength=nk * 3)
@@ -368,54 +391,49 @@ class _Reader:
             a[3] += wsum[j]; a[4] += wsum[j + 1]; a[5] += wsum[j + 2]
             a[6] += psum[i]
             a[7] += xsum[i]
-        self.packets += n
 
-        seg = np.flatnonzero(sel & (payload > 0))
-        if seg.size:
-            if self.nets is not None or self.want_flows:
-                addr = (src[seg], dst[seg])
-            else:
-                addr = None
-            self._segments(seg, keys, kidx, l3, t, payload, b32, addr)
+    def _add_series(self, sec, frac, keys, kidx, payload_sel) -> None:
+        """Add the chunk's payload per key and time bin to ``series_parts`` (merged every
+        512 chunks). Bins lie on the absolute grid k*series_bin, computed relative to a
+        reference second so that float64 keeps sub-nanosecond precision."""
+        if self.series_ref is None:
+            ref_sec = int(sec[0])
+            ref_idx = math.floor(ref_sec / self.series_bin)
+            self.series_ref = (ref_sec, ref_idx, ref_sec - ref_idx * self.series_bin)
+        ref_sec, ref_idx, ref_off = self.series_ref
+        tsf = (sec - ref_sec) + frac * (1e-9 if self.nanosecond else 1e-6) + ref_off
+        b = np.floor(tsf / self.series_bin).astype(np.int64) + ref_idx
+        bmin = int(b.min())
+        nb = int(b.max()) - bmin + 1
+        nk = keys.size
+        if nk * nb <= 4 * kidx.size + 65536:
+            scode = kidx * nb + (b - bmin)
+            s = np.bincount(scode, weights=payload_sel, minlength=nk * nb)
+            nz = np.flatnonzero(s)
+            if nz.size:
+                self.series_parts.append((keys[nz // nb], nz % nb + bmin,
+                                          np.rint(s[nz]).astype(np.int64)))
+        else:   # long idle gaps inside the chunk: sparse grouping
+            m = payload_sel > 0
+            (kk, bb), v = _group_sum((keys[kidx[m]], b[m]), payload_sel[m])
+            self.series_parts.append((kk, bb, v))
+        if len(self.series_parts) >= 512:
+            cols, v = _group_sum(tuple(np.concatenate([p[i] for p in self.series_parts])
+                                       for i in range(2)),
+                                 np.concatenate([p[2] for p in self.series_parts]))
+            self.series_parts = [(cols[0], cols[1], v)]
 
-        if self.series_bin is not None:
-            # Bins on the absolute grid k*series_bin, computed relative to a reference
-            # second so that float64 keeps sub-nanosecond precision.
-            if self.series_ref is None:
-                ref_sec = int(sec[0])
-                ref_idx = math.floor(ref_sec / self.series_bin)
-                self.series_ref = (ref_sec, ref_idx, ref_sec - ref_idx * self.series_bin)
-            ref_sec, ref_idx, ref_off = self.series_ref
-            tsf = (sec - ref_sec) + frac * (1e-9 if self.nanosecond else 1e-6) + ref_off
-            b = np.floor(tsf / self.series_bin).astype(np.int64) + ref_idx
-            bmin = int(b.min())
-            nb = int(b.max()) - bmin + 1
-            if nk * nb <= 4 * n + 65536:
-                scode = kidx * nb + (b - bmin)
-                s = np.bincount(scode, weights=payload_sel, minlength=nk * nb)
-                nz = np.flatnonzero(s)
-                if nz.size:
-                    self.series_parts.append((keys[nz // nb], nz % nb + bmin,
-                                              np.rint(s[nz]).astype(np.int64)))
-            else:   # long idle gaps inside the chunk: sparse grouping
-                m = payload_sel > 0
-                (kk, bb), v = _group_sum((keys[kidx[m]], b[m]), payload_sel[m])
-                self.series_parts.append((kk, bb, v))
-            if len(self.series_parts) >= 512:
-                cols, v = _group_sum(tuple(np.concatenate([p[i] for p in self.series_parts])
-                                           for i in range(2)),
-                                     np.concatenate([p[2] for p in self.series_parts]))
-                self.series_parts = [(cols[0], cols[1], v)]
-
-        if self.want_flows:
-            m = sel
-            if m.any():
-                kk = (keys[kidx[m]] if keycode is not None else np.full(int(m.sum()), _ANY))
-                self.flow_parts.append(_group_sum(
-                    (kk.astype(np.int64), src[m].astype(np.int64), sport[m].astype(np.int64),
-                     dst[m].astype(np.int64), dport[m].astype(np.int64)), payload[m]))
-                if len(self.flow_parts) >= 512:
-                    self.flow_parts = [self._merged_flows()]
+    def _add_flow_bytes(self, sel, keys, kidx, ports, addrs, payload) -> None:
+        """Add the chunk's payload per (key, src, sport, dst, dport) of the counted
+        segments to ``flow_parts`` (merged every 512 chunks)."""
+        if not sel.any():
+            return
+        (src, dst), (sport, dport) = addrs, ports
+        self.flow_parts.append(_group_sum(
+            (keys[kidx[sel]].astype(np.int64), src[sel].astype(np.int64), sport[sel].astype(np.int64),
+             dst[sel].astype(np.int64), dport[sel].astype(np.int64)), payload[sel]))
+        if len(self.flow_parts) >= 512:
+            self.flow_parts = [self._merged_flows()]
 
     def _segments(self, seg, keys, kidx, l3, t, payload, b32, addr=None) -> None:
         """Unwrap the sequence numbers of the data segments ``seg`` (record indexes of
@@ -582,6 +600,27 @@ class _Reader:
         return (self.iface, direction)
 
     def result(self, snaplen, truncated) -> PcapCounts:
+        """The counts of the whole file (after its last chunk)."""
+        per_if, retrans_total = self._per_if()
+        units = 1_000_000_000 if self.nanosecond else 1_000_000
+
+        def seconds(v):
+            return None if v is None else v // units + (v % units) / units
+
+        t_first = seconds(self.ts_min)
+        t_last = seconds(self.ts_max)
+        series, series_t0 = self._series(t_first) if self.series_bin is not None else (None, None)
+        return PcapCounts(
+            linktype=self.linktype, packets_total=self.packets, per_if=per_if,
+            t_first=t_first, t_last=t_last, series=series,
+            flows=self._flows() if self.want_flows else None,
+            truncated_records=truncated, snaplen=snaplen, nanosecond=self.nanosecond,
+            short_headers=self.short, series_t0=series_t0, series_bin=self.series_bin,
+            retrans_total=retrans_total)
+
+    def _per_if(self) -> tuple[dict, int]:
+        """(per_if, retrans_total): the stats of every key from the running totals and the
+        unique payload of its flows."""
         per_if = {}
         unique = self._unique_per_key()
         retrans_total = 0
@@ -600,51 +639,43 @@ class _Reader:
             st["excluded_payload_bytes"] = a[7]
             st["other_packets"] = a[2]
             per_if[self._key(k)] = st
-        units = 1_000_000_000 if self.nanosecond else 1_000_000
+        return per_if, retrans_total
 
-        def seconds(v):
-            return None if v is None else v // units + (v % units) / units
-
-        t_first = seconds(self.ts_min)
-        t_last = seconds(self.ts_max)
-
-        series = series_t0 = None
-        if self.series_bin is not None:
-            series = {}
-            if self.series_parts:
-                kc = np.concatenate([p[0] for p in self.series_parts])
-                bb = np.concatenate([p[1] for p in self.series_parts])
-                vv = np.concatenate([p[2] for p in self.series_parts])
-                b0 = int(bb.min())
-                nb = int(bb.max()) - b0 + 1
+    def _series(self, t_first: float | None) -> tuple[dict, float | None]:
+        """(series, series_t0): every key's payload per bin, all on one grid starting at
+        the first bin with payload (at the first record's bin when no bin has any)."""
+        series = {}
+        series_t0 = None
+        if self.series_parts:
+            kc = np.concatenate([p[0] for p in self.series_parts])
+            bb = np.concatenate([p[1] for p in self.series_parts])
+            vv = np.concatenate([p[2] for p in self.series_parts])
+            b0 = int(bb.min())
+            nb = int(bb.max()) - b0 + 1
+            series_t0 = b0 * self.series_bin
+        else:
+            nb = 0
+            b0 = None
+            if self.ts_min is not None:
+                b0 = int(np.floor(t_first / self.series_bin))
                 series_t0 = b0 * self.series_bin
-            else:
-                nb = 0
-                b0 = None
-                if self.ts_min is not None:
-                    b0 = int(np.floor(t_first / self.series_bin))
-                    series_t0 = b0 * self.series_bin
-            for k in sorted(self.acc):
-                arr = np.zeros(nb, dtype=np.int64)
-                if nb:
-                    m = kc == k
-                    np.add.at(arr, bb[m] - b0, vv[m])
-                series[self._key(k)] = arr
+        for k in sorted(self.acc):
+            arr = np.zeros(nb, dtype=np.int64)
+            if nb:
+                m = kc == k
+                np.add.at(arr, bb[m] - b0, vv[m])
+            series[self._key(k)] = arr
+        return series, series_t0
 
-        flows = None
-        if self.want_flows:
-            flows = {self._key(k): {} for k in sorted(self.acc)}
-            if self.flow_parts:
-                ucols, sums = self._merged_flows()
-                ntoa = ipaddress.IPv4Address
-                for k, s, sp, dd, dp, v in zip(*(c.tolist() for c in ucols), sums.tolist()):
-                    flows[self._key(k)][(str(ntoa(s)), sp, str(ntoa(dd)), dp)] = int(v)
-        return PcapCounts(
-            linktype=self.linktype, packets_total=self.packets, per_if=per_if,
-            t_first=t_first, t_last=t_last, series=series, flows=flows,
-            truncated_records=truncated, snaplen=snaplen, nanosecond=self.nanosecond,
-            short_headers=self.short, series_t0=series_t0, series_bin=self.series_bin,
-            retrans_total=retrans_total)
+    def _flows(self) -> dict:
+        """``{key: {(src, sport, dst, dport): payload bytes}}`` over every key."""
+        flows = {self._key(k): {} for k in sorted(self.acc)}
+        if self.flow_parts:
+            ucols, sums = self._merged_flows()
+            ntoa = ipaddress.IPv4Address
+            for k, s, sp, dd, dp, v in zip(*(c.tolist() for c in ucols), sums.tolist()):
+                flows[self._key(k)][(str(ntoa(s)), sp, str(ntoa(dd)), dp)] = int(v)
+        return flows
 
 
 _HK1 = np.uint64(0x9E3779B97F4A7C15)
