@@ -63,7 +63,7 @@ def run_ddp(job: Job, rank: int, nics: list, log: EventLog) -> None:
     seed, batch = job.seed, job.batch
     lr0, gamma = job.lr, job.lr_gamma
     milestones = list(job.lr_milestones)
-    check_iters, eval_every = job.check_iters, job.eval_every
+    check_iters = job.check_iters
     warmup, iters = job.warmup, job.iters
     timeout = job.timeout_s
 
@@ -159,7 +159,7 @@ def run_ddp(job: Job, rank: int, nics: list, log: EventLog) -> None:
             for rep in replicas:
                 for a, b in zip(rep._params, params):
                     a.copy_(b)
-        if rank == 0 and (it == 0 or (it + 1) % eval_every == 0 or it == total_iters - 1):
+        if rank == 0 and job.evaluates_after(it):
             loss, acc = own.evaluate()
             log.train(it, loss, acc)
         if rank == 0:

@@ -151,6 +151,11 @@ class Job:
     def elements(self) -> int:
         return sum(int(layer[1]) for layer in self.model.layers)
 
+    def evaluates_after(self, it: int) -> bool:
+        """Training: rank 0 evaluates the held-out split after iteration `it` (the first, every
+        `eval_every`-th and the last)."""
+        return it == 0 or (it + 1) % self.eval_every == 0 or it == self.warmup + self.iters - 1
+
     # ---------------------------------------------------------------- JSON
     def to_json(self) -> dict:
         """The job.json object: every field, under its key."""

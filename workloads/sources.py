@@ -121,8 +121,7 @@ class Training(Source):
 
     def after(self, it, result) -> None:
         self.trainer.apply(result, it)  # every replica, checked or not: all ranks stay identical
-        every = self.job.eval_every
-        if self.rank == 0 and (it == 0 or (it + 1) % every == 0 or it == self.total - 1):
+        if self.rank == 0 and self.job.evaluates_after(it):
             loss, acc = self.trainer.evaluate()
             self.log.train(it, loss, acc)
 

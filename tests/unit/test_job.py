@@ -84,3 +84,8 @@ def test_a_missing_required_field_is_named():
         Job.from_json(d)
     with pytest.raises(ValueError, match="^job: must be a JSON object"):
         Job.from_json([1])
+
+
+def test_rank_0_evaluates_after_the_first_every_nth_and_the_last_iteration():
+    j = job(warmup=1, iters=9, eval_every=4).check()
+    assert [i for i in range(10) if j.evaluates_after(i)] == [0, 3, 7, 9]
