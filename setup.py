@@ -11,7 +11,7 @@ setup(
     description="Mininet + Ryu + Gloo testbed for gradient synchronization algorithms",
     packages=find_packages(include=[p for name in PACKAGES for p in (name, f"{name}.*")]),
     # Files read at run time from the package folders: the shipped per-tensor backward
-    # profiles (workloads/models.py, PROFILES_DIR). tests/unit/test_packaging.py builds a
+    # profiles (workloads/models/profiles.py, PROFILES_DIR). tests/unit/test_packaging.py builds a
     # wheel and checks that it holds every module and these files.
     package_data={"workloads": ["profiles/*.json"]},
     python_requires=">=3.10",

@@ -72,7 +72,7 @@ class RunConfig:
     # the real cluster a run stands for, by its all-reduce cost model (MG-WFBP's a, b): the
     # runner measures the emulated a, b and scales sizes and compute to it (linkmodel.stand_in)
     real_setting: dict | None = None  # {name, alpha (s), beta (s/byte), backward_s (optional, s)}
-    train: bool = False  # real training on scikit-learn's digits: model a key of models.TRAIN_MODELS
+    train: bool = False  # real training on scikit-learn's digits: model a key of training.TRAIN_MODELS
     lr: float = 0.1
     batch: int = 32  # per worker, in training mode
     check_iters: int | None = None  # training: iterations checked against the oracle (None: all)
@@ -157,7 +157,7 @@ class PlannedRun:
     workers: int
     servers: int
     plan: dict
-    model: object  # workloads.models.Model (after scaling)
+    model: object  # workloads.models.layers.Model (after scaling)
     spec: str = ""  # the algorithm with its options, canonical (`topk,density=0.01`)
     options: dict = field(default_factory=dict)  # the raw options the spec gave
     size_scale: float = 1.0  # the model's sizes were divided by this (time dilation)
@@ -205,19 +205,23 @@ def validate(cfg: RunConfig) -> list[PlannedRun]:
             raise ValueError(f"no algorithm given for topology {spec}")
     for a in cfg.options:
         base.get(a)
-    from workloads import models  # torch import: only once the cheap checks passed
+    # torch imports: only once the cheap checks passed
+    from workloads.models.layers import scaled
+    from workloads.models.registry import valid_specs
+    from workloads.models.specs import load
+    from workloads.training import TRAIN_MODELS
 
     if cfg.train:
-        _check_training(cfg, models.TRAIN_MODELS)
+        _check_training(cfg, TRAIN_MODELS)
     if cfg.ddp:
         _check_ddp(cfg)
     if not cfg.models():
-        raise ValueError("no model given; valid: " + ", ".join(models.valid_specs()))
+        raise ValueError("no model given; valid: " + ", ".join(valid_specs()))
     loaded = []
     for spec in cfg.models():
-        m = models.load(spec)
+        m = load(spec)
         if cfg.size_scale != 1.0 or cfg.time_dilation() != 1.0 or cfg.real_backward_s:
-            m = models.scaled(m, cfg.size_scale, cfg.time_dilation() * compute_factor(cfg.real_backward_s, m))
+            m = scaled(m, cfg.size_scale, cfg.time_dilation() * compute_factor(cfg.real_backward_s, m))
         loaded.append(m)
     topos = {spec: topo_spec.build(spec, bw=cfg.bw, link_bw=cfg.link_bw or None, ecmp=cfg.ecmp)
              for spec, _ in cfg.matrix()}
@@ -335,7 +339,7 @@ class LocalRun:
     spec: str  # canonical spec (base.spec_of)
     dense: bool  # the algorithm's result is the dense sum (it has no reference of its own)
     plan: dict
-    model: object  # workloads.models.Model of the spec (`train_model`)
+    model: object  # workloads.models.layers.Model of the spec (`train_model`)
     servers: int = 0
     background: list = field(default_factory=list)
 
@@ -368,12 +372,14 @@ def validate_local(cfg: RunConfig) -> list[LocalRun]:
                          "syncbed's own worker")
     if not cfg.train:
         raise ValueError("train: false is invalid for syncbed train (it trains; synthetic gradients: syncbed run)")
-    from workloads import models  # torch import: only once the cheap checks passed
+    # torch imports: only once the cheap checks passed
+    from workloads.models.specs import load
+    from workloads.training import TRAIN_MODELS, DigitsTrainer
 
     if len(cfg.models()) != 1:
         raise ValueError(f"syncbed train trains one model per file, got {', '.join(cfg.models()) or 'none'}; "
-                         f"valid: {', '.join(models.TRAIN_MODELS)}")
-    _check_training(cfg, models.TRAIN_MODELS)
+                         f"valid: {', '.join(TRAIN_MODELS)}")
+    _check_training(cfg, TRAIN_MODELS)
     for a in cfg.options:
         base.get(a)
     specs = [a for _, algos in cfg.matrix() for a in algos] if isinstance(cfg.topologies, dict) else \
@@ -381,12 +387,12 @@ def validate_local(cfg: RunConfig) -> list[LocalRun]:
     if not specs:
         raise ValueError("no algorithm given; see syncbed algos")
     specs = list({base.spec_of(n, o): (n, o) for n, o in specs}.values())  # each spec once
-    model = models.load(cfg.model)  # the spec's layers: the job's, and the planners' sizes
+    model = load(cfg.model)  # the spec's layers: the job's, and the planners' sizes
     sizes = tuple(layer.numel for layer in model.layers)
     layers = tuple((layer.name, layer.numel, layer.backward_s) for layer in model.layers)
     runs = []
     for p in dict.fromkeys(counts):
-        trainer = models.DigitsTrainer(0, p, cfg.seed, cfg.batch, cfg.model)  # refuses P x batch > the data
+        trainer = DigitsTrainer(0, p, cfg.seed, cfg.batch, cfg.model)  # refuses P x batch > the data
         if list(sizes) not in (trainer.layer_sizes(False), trainer.layer_sizes(True)):
             raise ValueError(f"model {cfg.model}: the spec's layers are not the trained network's")
         for name, opts in specs:

@@ -16,9 +16,9 @@ Pure: runs and measurements in, runs out; the runner writes the plan actually us
 from __future__ import annotations
 
 from emulation.config import compute_factor
-from workloads import models
 from workloads.algorithms import base
 from workloads.linkmodel import LinkModel, stand_in
+from workloads.models.layers import scaled
 
 
 def needs_link(runs, cfg) -> list:
@@ -36,7 +36,7 @@ def apply_link(run, link: LinkModel, real_setting: dict | None, raw_model=None) 
         raw = raw_model or run.model
         # the profile is this CPU's; the real setting may state its own backward time per iteration
         compute = compute_factor(real_setting.get("backward_s"), raw)
-        run.model = models.scaled(raw, size_scale, time_factor * compute)
+        run.model = scaled(raw, size_scale, time_factor * compute)
         run.size_scale = size_scale
         record.update(real=real.to_dict(), real_setting=dict(real_setting), size_scale=size_scale,
                       time_factor=time_factor, compute_factor=compute,

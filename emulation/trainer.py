@@ -192,7 +192,7 @@ def open_results(cfg: RunConfig, runs: list[LocalRun], resume=None) -> tuple[Pat
     """(folder, summary): a new `<out>/<time>-<name>/`, or the folder of an earlier session
     of the same experiment (`resume`), whose finished runs are kept. ValueError (one line)
     for a folder that is not one, or was made with other settings."""
-    from workloads import models  # noqa: PLC0415
+    from workloads.training import TRAIN_MODELS, DigitsTrainer  # noqa: PLC0415
 
     mine = settings(cfg, runs)
     if resume is not None:
@@ -214,8 +214,8 @@ def open_results(cfg: RunConfig, runs: list[LocalRun], resume=None) -> tuple[Pat
     summary = {"status": "running", "experiment": cfg.name, "description": cfg.description,
                "started": time.strftime("%Y-%m-%dT%H:%M:%S"), "finished": None, "wall_seconds": 0.0,
                "sessions": [], "cores": os.cpu_count(), "config": mine,
-               "model_summary": models.TRAIN_MODELS[cfg.model].summary,
-               "held_out_images": int(models.DigitsTrainer(0, 1, cfg.seed, 1, cfg.model).y_test.numel()),
+               "model_summary": TRAIN_MODELS[cfg.model].summary,
+               "held_out_images": int(DigitsTrainer(0, 1, cfg.seed, 1, cfg.model).y_test.numel()),
                "parameters": sum(layer.numel for layer in runs[0].model.layers) if runs else 0, "runs": []}
     return out, summary
 

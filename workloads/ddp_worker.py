@@ -2,7 +2,7 @@
 with a syncbed hook, run inside a Mininet host and logged like any syncbed worker.
 
 workloads/worker.py hands a `Job` (workloads/job.py) with `ddp` true to `run_ddp`. It trains `train_model`
-(`resnet20` or `lenet5`) on scikit-learn's digits (`models.DigitsTrainer`'s data, sharding and
+(`resnet20` or `lenet5`) on scikit-learn's digits (`training.DigitsTrainer`'s data, sharding and
 initialisation) as a plain DDP script would: `DistributedDataParallel(net)` with a
 `ProcessGroup` over the rank's NIC 0 Gloo group (`ddp_hooks.process_group`), the algorithm as
 its communication hook (`ddp_hooks.hook(algo_spec, comm=...)`, the worker's own `Comm`, so
@@ -49,8 +49,7 @@ def run_ddp(job: Job, rank: int, nics: list, log: EventLog) -> None:
     from workloads import ddp_hooks
     from workloads.algorithms import base
     from workloads.comm import Comm
-    from workloads.models import DigitsTrainer
-    from workloads.training import DataParallelDigits
+    from workloads.training import DataParallelDigits, DigitsTrainer
     from workloads.worker import crash_here, wait_for_go
 
     torch.set_num_threads(1)

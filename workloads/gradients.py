@@ -153,7 +153,7 @@ def as_flat(grads) -> torch.Tensor:
 def _layer_fields(layer) -> tuple[str, int, float]:
     if isinstance(layer, (list, tuple)):
         name, numel, backward_s = layer
-    else:  # workloads.models.Layer or anything with these attributes
+    else:  # workloads.models.layers.Layer or anything with these attributes
         name, numel, backward_s = layer.name, layer.numel, layer.backward_s
     if int(numel) <= 0 or float(backward_s) < 0:
         raise ValueError(f"layer {name!r}: numel must be > 0 and backward_s >= 0, got {numel}, {backward_s}")

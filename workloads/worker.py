@@ -69,9 +69,9 @@ def job_layers(job: Job) -> list:
     """[(name, numel, backward_s)] in forward order: the job's own list, which the runner
     always fills; the model registry is only imported when the job trains a real model."""
     if job.train:
-        from workloads import models  # noqa: PLC0415 (only real training needs the model zoo)
+        from workloads.models.specs import load  # noqa: PLC0415 (only real training needs the model zoo)
 
-        return [(l.name, l.numel, l.backward_s) for l in models.load(job.model.spec).layers]
+        return [(l.name, l.numel, l.backward_s) for l in load(job.model.spec).layers]
     return job.layers
 
 

@@ -447,7 +447,7 @@ class Request:
     mode: str = "driver"
     max_memory: float | None = None  # bytes; None: MemAvailable
     max_seconds: float | None = 3600.0  # refuse a projection estimated to take longer (CPU s)
-    model: str | None = None  # a models.load spec (per-layer sizes and backward times); None: one layer of mb MiB
+    model: str | None = None  # a model spec (per-layer sizes and backward times); None: one layer of mb MiB
     link: dict | None = None  # {alpha, beta} of an all-reduce for the layer-wise planners; None: provisional
     round_latency: float = 0.0  # seconds per message round (simulated_form); 0: the bandwidth term alone
 
@@ -489,9 +489,9 @@ def nic_bytes(topo: Topology, hosts: list, link_bytes: dict) -> dict:
 def _layers(req: Request):
     """(layer_sizes, layers, model spec) of the request: a registry model, or one layer of mb MiB."""
     if req.model:
-        from workloads import models
+        from workloads.models.specs import load
 
-        m = models.load(req.model)
+        m = load(req.model)
         return (tuple(m.layer_sizes), tuple((l.name, l.numel, l.backward_s) for l in m.layers), m.spec)
     elements = int(req.mb * 2**20) // base.DTYPE_BYTES
     if elements < 1:

@@ -22,7 +22,8 @@ PLANS = (("wfbp", "wfbp", None), ("single", "single", None), ("fusion 25", "fusi
 
 def predict(path, names=()) -> tuple[dict, list[dict]]:
     """The file's real setting and, per model, tensors, groups and each plan's predicted iteration."""
-    from workloads import models  # torch: only once asked
+    from workloads.models.layers import scaled
+    from workloads.models.specs import load  # torch: only once asked
 
     cfg = config.load(path)
     real = cfg.real_setting
@@ -32,8 +33,8 @@ def predict(path, names=()) -> tuple[dict, list[dict]]:
     a, b = float(real["alpha"]), float(real["beta"])
     rows = []
     for name in names or cfg.models():
-        m = models.load(name)
-        m = models.scaled(m, time_factor=config.compute_factor(real.get("backward_s"), m))
+        m = load(name)
+        m = scaled(m, time_factor=config.compute_factor(real.get("backward_s"), m))
         sizes = [DTYPE_BYTES * layer.numel for layer in m.layers]
         t_b = [layer.backward_s for layer in m.layers]
         plans = {key: merge.plan_groups(method, sizes, t_b, a, b, bucket) for key, method, bucket in PLANS}

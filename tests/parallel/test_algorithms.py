@@ -262,9 +262,9 @@ def test_worker_rejects_a_bad_job_with_one_error_event(tmp_path):
 def test_worker_trains_lenet5_on_digits_and_converges(tmp_path, name):
     """Real training mode: every iteration's synchronized gradient equals the sum of all
     ranks' real LeNet-5 gradients, and the shared model learns the digits."""
-    from workloads import models
+    from workloads.models.specs import load
 
-    layers = models.load("lenet5").to_list()
+    layers = load("lenet5").to_list()
     workers = 3
     ctx = base.PlanContext(workers, tuple(n for _, n, _ in layers))
     _, plan = base.plan_for(name, ctx)

@@ -27,7 +27,7 @@ ITERS, WARMUP = 3, 1
 
 
 def _job(tmp_path, i, spec, world):
-    from workloads.models import DigitsTrainer
+    from workloads.training import DigitsTrainer
 
     sizes = DigitsTrainer(0, world, 0, 16, "lenet5").layer_sizes()
     layers = [[f"l{j}", n, 0.0] for j, n in enumerate(sizes)]

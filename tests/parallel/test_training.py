@@ -17,10 +17,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from workloads import eventlog, models, worker
+from workloads import eventlog, worker
 from workloads.algorithms import base
 from workloads.job import Job
-from workloads.training import DataParallelDigits
+from workloads.models.specs import load
+from workloads.training import DataParallelDigits, DigitsTrainer
 from tests.parallel.spawn import spawn_ranks
 
 pytestmark = pytest.mark.parallel
@@ -35,11 +36,11 @@ SEED = 2
 @pytest.fixture(scope="module", autouse=True)
 def _digits_loaded():
     """Load scikit-learn and the digits once here, so forked ranks find them loaded."""
-    models.DigitsTrainer(0, 1, SEED, BATCH, MODEL)
+    DigitsTrainer(0, 1, SEED, BATCH, MODEL)
 
 
 def _job(tmp_path, spec, iters, check_iters, eval_every=1, lr=0.1):
-    layers = models.load(MODEL).to_list()
+    layers = load(MODEL).to_list()
     algo, plan = base.plan_for(spec, base.PlanContext(WORKERS, tuple(n for _, n, _ in layers)))
     return {"algorithm": algo.name, "plan": plan, "groups": [], "workers": WORKERS, "servers": 0,
             "world": WORKERS, "model": {"spec": MODEL, "layers": layers}, "iters": iters, "warmup": 0,
@@ -143,14 +144,14 @@ def test_training_options_are_refused_with_one_line():
     dp = DataParallelDigits(0, 2, lr=0.1, model=MODEL, lr_milestones=[3, 5])
     assert [dp.lr_at(i) for i in (0, 2, 3, 4, 5, 9)] == pytest.approx([0.1, 0.1, 0.01, 0.01, 0.001, 0.001])
     # the network is exactly the `resnet20` spec: its tensors are the spec's layers
-    assert dp.layer_sizes() == [layer.numel for layer in models.load(MODEL).layers]
-    assert dp.replicas[0].layer_names() == [layer.name for layer in models.load(MODEL).layers]
+    assert dp.layer_sizes() == [layer.numel for layer in load(MODEL).layers]
+    assert dp.replicas[0].layer_names() == [layer.name for layer in load(MODEL).layers]
     assert sum(dp.layer_sizes(tensors=False)) == sum(dp.layer_sizes()) == 269_722
 
 
 def test_worker_refuses_a_job_whose_layers_are_not_the_trained_network(tmp_path):
     job = _job(tmp_path, "ring", 1, 0)
-    job["model"] = {"spec": "lenet5", "layers": models.load("lenet5").to_list()}
+    job["model"] = {"spec": "lenet5", "layers": load("lenet5").to_list()}
     job["plan"] = base.plan_for("ring", base.PlanContext(1, (61_706,)))[1]
     job.update(workers=1, world=1)
     path = tmp_path / "job.json"

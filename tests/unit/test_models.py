@@ -1,18 +1,23 @@
-"""workloads/models.py: model specs, parameter counts, profiling and its cache, scaling,
-and DigitsTrainer's data-parallel SGD (checked against single-process SGD)."""
+"""workloads/models/: model specs, parameter counts, profiling and its cache, shipped profiles,
+scaling. (DigitsTrainer, workloads/training.py: tests/unit/test_training.py.)"""
 import json
 import math
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 import torch
 
-from workloads import models
-from workloads.models import DigitsTrainer, Layer, Model
+from workloads.models import networks, profiles, registry, specs
+from workloads.models.layers import Layer, Model, scaled
 
 pytestmark = pytest.mark.unit
 
-# Closed-form parameter counts of the definitions in workloads/models.py.
+REPO = Path(__file__).resolve().parents[2]
+
+# Closed-form parameter counts of the definitions in workloads/models/networks.py.
 PARAMS = {
     # conv 1->6 5x5 (156), conv 6->16 5x5 (2,416), fc 400->120, 120->84, 84->10
     "lenet5": 156 + 2_416 + 48_120 + 10_164 + 850,  # 61,706
@@ -42,7 +47,7 @@ def cache_dir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def profiled(cache_dir):
     """Each real network profiled once at a small batch (fast), into a private cache."""
-    return {name: models.load(f"{name},batch=2", cache_dir=cache_dir) for name in PARAMS}
+    return {name: specs.load(f"{name},batch=2", cache_dir=cache_dir) for name in PARAMS}
 
 
 # --------------------------------------------------------------------------- networks
@@ -50,13 +55,13 @@ def profiled(cache_dir):
 
 @pytest.mark.parametrize("name", sorted(PARAMS))
 def test_parameter_counts(name, profiled):
-    net = models.build_network(name)
+    net = registry.build_network(name)
     assert sum(p.numel() for p in net.parameters()) == PARAMS[name]
     model = profiled[name]
     assert model.elements == PARAMS[name]
     assert model.bytes == 4 * PARAMS[name]
     assert len(model.layers) == LAYERS[name]
-    assert [layer.name for layer in model.layers] == [n for n, _ in models.param_layers(net)]
+    assert [layer.name for layer in model.layers] == [n for n, _ in networks.param_layers(net)]
 
 
 def test_parameter_counts_match_the_literature():
@@ -69,12 +74,12 @@ def test_parameter_counts_match_the_literature():
 def test_layers_are_in_forward_order(name):
     """Declaration order (what `param_layers` returns) must be the order of the forward
     pass, or per-layer gradients would be scheduled out of order."""
-    net = models.build_network(name)
-    layers = models.param_layers(net)
+    net = registry.build_network(name)
+    layers = networks.param_layers(net)
     called = []
     handles = [module.register_forward_pre_hook(lambda m, args, n=n: called.append(n))
                for n, module in layers]
-    shape = models.NETWORKS[name].input_shape
+    shape = registry.NETWORKS[name].input_shape
     net(torch.zeros(2, *shape))
     for handle in handles:
         handle.remove()
@@ -96,7 +101,7 @@ def test_backward_times_positive(name, profiled):
 
 def test_profile_restores_thread_count():
     torch.set_num_threads(2)
-    models.profile("lenet5", 2, runs=1, warmup=0)
+    profiles.profile("lenet5", 2, runs=1, warmup=0)
     assert torch.get_num_threads() == 2
 
 
@@ -104,10 +109,10 @@ def test_default_batches_profile_quickly(tmp_path):
     """load() of the big models at their default batch, uncached, stays in seconds."""
     for name in ("vgg19", "resnet18"):
         start = time.perf_counter()
-        model = models.load(name, cache_dir=tmp_path)
+        model = specs.load(name, cache_dir=tmp_path)
         elapsed = time.perf_counter() - start
         assert elapsed < 20, f"{name} took {elapsed:.1f} s uncached"
-        batch = models.NETWORKS[name].default_batch
+        batch = registry.NETWORKS[name].default_batch
         assert f"batch {batch} " in model.source
         assert model.spec == name
 
@@ -151,23 +156,23 @@ SHIPPED_PARAMS = {
 def _meta_build(name):
     """The network on the meta device: shapes only, no memory, no initialisation cost."""
     with torch.device("meta"):
-        return models.build_network(name)
+        return registry.build_network(name)
 
 
 def _forward_order(name, net):
     """Parameter tensors in the order a forward pass (on the meta device) first calls
     their modules, each module's in `named_parameters` order."""
-    spec = models.NETWORKS[name]
+    spec = registry.NETWORKS[name]
     called = []
     handles = [module.register_forward_pre_hook(
         lambda _m, _args, n=n: None if n in called else called.append(n))
-        for n, module in models.param_layers(net)]
+        for n, module in networks.param_layers(net)]
     with torch.device("meta"):
         net.train()
         net(torch.zeros(1, *spec.input_shape, dtype=torch.long if spec.tokens else torch.float32))
     for handle in handles:
         handle.remove()
-    modules = dict(models.param_layers(net))
+    modules = dict(networks.param_layers(net))
     return [(f"{m}.{p}", t.numel()) for m in called
             for p, t in modules[m].named_parameters(recurse=False)]
 
@@ -178,17 +183,17 @@ def test_closed_forms_match_the_literature():
 
 
 def test_every_shipped_network_has_a_profile():
-    assert set(models.SHIPPED) == set(SHIPPED_PARAMS)
-    for name in models.SHIPPED:
-        assert models.profile_path(name, models.NETWORKS[name].default_batch).is_file(), name
+    assert set(registry.SHIPPED) == set(SHIPPED_PARAMS)
+    for name in registry.SHIPPED:
+        assert profiles.profile_path(name, registry.NETWORKS[name].default_batch).is_file(), name
 
 
 @pytest.mark.parametrize("name", sorted(SHIPPED_PARAMS))
 def test_shipped_profile_matches_the_network(name, tmp_path):
     """The shipped rows are the network's parameter tensors, in forward order, and their
     sizes sum to the network's own count (torchvision's for its models)."""
-    net_spec = models.NETWORKS[name]
-    entry = models.read_profile(name, net_spec.default_batch)
+    net_spec = registry.NETWORKS[name]
+    entry = profiles.read_profile(name, net_spec.default_batch)
     net = _meta_build(name)
     named = [(n, p.numel()) for n, p in net.named_parameters()]
     assert sum(k for _, k in named) == SHIPPED_PARAMS[name] == entry["parameters"]
@@ -197,9 +202,9 @@ def test_shipped_profile_matches_the_network(name, tmp_path):
     assert rows == _forward_order(name, net)  # googlenet's aux heads: after inception4a/4d
     for key in ("cpu", "torch", "batch", "date", "input", "method"):
         assert entry[key]
-    assert models.profile_path(name, net_spec.default_batch).stat().st_size < 100_000
+    assert profiles.profile_path(name, net_spec.default_batch).stat().st_size < 100_000
 
-    model = models.load(name, cache_dir=tmp_path)  # default: shipped batch, tensors=1
+    model = specs.load(name, cache_dir=tmp_path)  # default: shipped batch, tensors=1
     assert model.spec == name
     assert model.elements == SHIPPED_PARAMS[name]
     assert [(layer.name, layer.numel) for layer in model.layers] == rows
@@ -211,8 +216,8 @@ def test_shipped_profile_matches_the_network(name, tmp_path):
         modules.setdefault(module, []).append(seconds)
     assert all(all(t == 0 for t in times[:-1]) and times[-1] > 0 for times in modules.values())
 
-    per_module = models.load(f"{name},tensors=0", cache_dir=tmp_path)
-    assert len(per_module.layers) == len(modules) == len(models.param_layers(net))
+    per_module = specs.load(f"{name},tensors=0", cache_dir=tmp_path)
+    assert len(per_module.layers) == len(modules) == len(networks.param_layers(net))
     assert [layer.name for layer in per_module.layers] == list(modules)
     assert per_module.elements == model.elements
     assert per_module.backward_s == pytest.approx(model.backward_s)
@@ -223,19 +228,19 @@ def test_tensor_layers_live_profile(tmp_path):
     """tensors=1 on a live profile (a batch nothing is shipped for): one layer per
     parameter tensor in forward order, named like `layer1.0.conv1.weight`, summing to
     the parameters; tensors=0 of the same network gives its modules."""
-    model = models.load("resnet20,batch=2", cache_dir=tmp_path)
-    net = models.build_network("resnet20")
+    model = specs.load("resnet20,batch=2", cache_dir=tmp_path)
+    net = registry.build_network("resnet20")
     named = [(n, p.numel()) for n, p in net.named_parameters()]
     assert [(layer.name, layer.numel) for layer in model.layers] == named
     assert len(model.layers) == 59 and model.elements == SHIPPED_PARAMS["resnet20"]
     assert "profiled on this CPU" in model.source and "batch 2 " in model.source
     assert "one layer per parameter tensor" in model.source
-    per_module = models.load("resnet20,batch=2,tensors=0", cache_dir=tmp_path)
-    assert [layer.name for layer in per_module.layers] == [n for n, _ in models.param_layers(net)]
+    per_module = specs.load("resnet20,batch=2,tensors=0", cache_dir=tmp_path)
+    assert [layer.name for layer in per_module.layers] == [n for n, _ in networks.param_layers(net)]
     assert all(layer.backward_s > 0 for layer in per_module.layers)
     assert len(list(tmp_path.glob("model-*.json"))) == 2  # both cached, apart
 
-    lenet = models.load("lenet5,batch=2,tensors=1", cache_dir=tmp_path)
+    lenet = specs.load("lenet5,batch=2,tensors=1", cache_dir=tmp_path)
     assert [layer.name for layer in lenet.layers] == [
         f"{m}.{p}" for m in ("conv1", "conv2", "fc1", "fc2", "fc3") for p in ("weight", "bias")]
     assert [layer.backward_s == 0 for layer in lenet.layers] == [True, False] * 5
@@ -244,12 +249,12 @@ def test_tensor_layers_live_profile(tmp_path):
 
 @pytest.mark.parametrize("name", ["resnet20", "lstm_ptb"])
 def test_project_networks_in_forward_order(name):
-    net = models.build_network(name)
-    layers = models.param_layers(net)
+    net = registry.build_network(name)
+    layers = networks.param_layers(net)
     called = []
     handles = [module.register_forward_pre_hook(lambda m, args, n=n: called.append(n))
                for n, module in layers]
-    spec = models.NETWORKS[name]
+    spec = registry.NETWORKS[name]
     x = torch.zeros(2, *spec.input_shape, dtype=torch.long if spec.tokens else torch.float32)
     out = net(x)
     for handle in handles:
@@ -259,7 +264,7 @@ def test_project_networks_in_forward_order(name):
 
 
 def test_resnet20_has_option_a_shortcuts():
-    names = [n for n, _ in models.build_network("resnet20").named_parameters()]
+    names = [n for n, _ in registry.build_network("resnet20").named_parameters()]
     assert not [n for n in names if "shortcut" in n or "downsample" in n]
     assert sum(".conv" in n for n in names) == 18  # + stem + classifier = 20 weighted layers
 
@@ -268,14 +273,14 @@ def test_torchvision_any_classification_model(tmp_path):
     """`torchvision:NAME`: torchvision's builder with its defaults, profiled here (a small
     network at batch 1), one layer per tensor; the count is torchvision's own."""
     start = time.perf_counter()
-    model = models.load("torchvision:mobilenet_v2,batch=1", cache_dir=tmp_path)
+    model = specs.load("torchvision:mobilenet_v2,batch=1", cache_dir=tmp_path)
     assert time.perf_counter() - start < 60
     net = _meta_build("torchvision:mobilenet_v2")
     assert model.elements == sum(p.numel() for p in net.parameters()) == 3_504_872
     assert [layer.name for layer in model.layers] == [n for n, _ in net.named_parameters()]
     assert model.spec == "torchvision:mobilenet_v2,batch=1"
     assert "batch 1 of 3x224x224" in model.source
-    assert models.load("torchvision:mobilenet_v2,batch=1", cache_dir=tmp_path) == model  # cached
+    assert specs.load("torchvision:mobilenet_v2,batch=1", cache_dir=tmp_path) == model  # cached
 
 
 def test_torchvision_names_resolve_to_registered_networks(tmp_path):
@@ -283,9 +288,9 @@ def test_torchvision_names_resolve_to_registered_networks(tmp_path):
     inception_v3 is registered without its aux head, so torchvision:inception_v3 (with
     it) is a network of its own."""
     for name in ("resnet50", "googlenet"):
-        model = models.load(f"torchvision:{name}", cache_dir=tmp_path)
+        model = specs.load(f"torchvision:{name}", cache_dir=tmp_path)
         assert model.spec == f"torchvision:{name}" and "shipped" in model.source
-        assert model.layers == models.load(name, cache_dir=tmp_path).layers
+        assert model.layers == specs.load(name, cache_dir=tmp_path).layers
     with_aux = sum(p.numel() for p in _meta_build("torchvision:inception_v3").parameters())
     assert with_aux == 27_161_264 > SHIPPED_PARAMS["inception_v3"]
     assert not list(tmp_path.iterdir())
@@ -294,7 +299,7 @@ def test_torchvision_names_resolve_to_registered_networks(tmp_path):
 def test_cifar_networks_are_not_torchvisions():
     """vgg19/resnet18 are the CIFAR-10 networks of the BML experiments, not torchvision's
     ImageNet ones; torchvision's resnet18 with a CIFAR stem is the same network."""
-    zoo = models.torchvision_models()
+    zoo = networks.torchvision_models()
     with torch.device("meta"):
         tv_vgg19, tv_resnet18 = zoo.vgg19(weights=None), zoo.resnet18(weights=None)
         assert sum(p.numel() for p in tv_vgg19.parameters()) == 143_667_240 != PARAMS["vgg19"]
@@ -302,13 +307,13 @@ def test_cifar_networks_are_not_torchvisions():
         cifar = zoo.resnet18(weights=None, num_classes=10)
         cifar.conv1 = torch.nn.Conv2d(3, 64, 3, padding=1, bias=False)
         cifar.maxpool = torch.nn.Identity()
-    ours = models.build_network("resnet18")
+    ours = registry.build_network("resnet18")
     assert [p.shape for p in cifar.parameters()] == [p.shape for p in ours.parameters()]
 
 
 def test_unknown_name_lists_valid_specs_and_torchvision_hint():
     with pytest.raises(ValueError) as err:
-        models.load("resnet51")
+        specs.load("resnet51")
     message = str(err.value)
     assert "\n" not in message and "unknown model 'resnet51'" in message
     assert "torchvision:NAME" in message
@@ -316,33 +321,45 @@ def test_unknown_name_lists_valid_specs_and_torchvision_hint():
     for name in ("lstm_ptb", "resnet20", "inception_v3", "densenet201", "lenet5"):
         assert f"{name}[,batch=" in message
     with pytest.raises(ValueError) as err:
-        models.load("torchvision:mobilenet_v9")
+        specs.load("torchvision:mobilenet_v9")
     message = str(err.value)
     assert "\n" not in message and "mobilenet_v2" in message and "valid specs" in message
 
 
 def test_profile_command_writes_a_profile(tmp_path, capsys):
-    assert models.main(["profile", "resnet20", "--batch", "2", "--runs", "1", "--warmup", "0",
-                        "--dir", str(tmp_path)]) == 0
+    assert profiles.main(["profile", "resnet20", "--batch", "2", "--runs", "1", "--warmup", "0",
+                          "--dir", str(tmp_path)]) == 0
     path = tmp_path / "resnet20-b2.json"
     assert str(path) in capsys.readouterr().out
-    entry = models.read_profile("resnet20", 2, folder=tmp_path)
+    entry = profiles.read_profile("resnet20", 2, folder=tmp_path)
     assert entry["parameters"] == SHIPPED_PARAMS["resnet20"] and len(entry["tensors"]) == 59
     assert entry["torch"] == torch.__version__ and entry["threads"] == 1
     assert "thread CPU time" in entry["method"]  # the command's default clock
-    assert models.main(["profile", "resnet51", "--dir", str(tmp_path)]) == 2
+    assert profiles.main(["profile", "resnet51", "--dir", str(tmp_path)]) == 2
     assert "resnet51" in capsys.readouterr().err
     path.write_text('{"format": 1, "network": "resnet20"')
     with pytest.raises(ValueError, match="unusable"):
-        models.read_profile("resnet20", 2, folder=tmp_path)
-    assert models.read_profile("resnet20", 3, folder=tmp_path) is None
+        profiles.read_profile("resnet20", 2, folder=tmp_path)
+    assert profiles.read_profile("resnet20", 3, folder=tmp_path) is None
+
+
+def test_package_runs_as_the_profile_command_and_layers_need_no_torch():
+    """`python -m workloads.models` is profiles.main; the data model (job.json's layers,
+    scaling) imports without torch."""
+    done = subprocess.run([sys.executable, "-m", "workloads.models", "profile", "resnet51"],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "profile resnet51: bad model spec" in done.stderr
+    code = "import sys, workloads.models.layers; print('torch' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "False", done.stderr
+    assert profiles.PROFILES_DIR == REPO / "workloads" / "profiles"  # package data of `workloads`
 
 
 # --------------------------------------------------------------------------- cache
 
 
 def test_second_load_uses_cache(tmp_path, monkeypatch):
-    first = models.load("lenet5", cache_dir=tmp_path)
+    first = specs.load("lenet5", cache_dir=tmp_path)
     files = list(tmp_path.glob("model-*.json"))
     assert len(files) == 1 and "lenet5" in files[0].name and torch.__version__ in files[0].name
     entry = json.loads(files[0].read_text())
@@ -351,36 +368,36 @@ def test_second_load_uses_cache(tmp_path, monkeypatch):
     def no_profile(*args, **kwargs):
         raise AssertionError("profiled again despite the cache")
 
-    monkeypatch.setattr(models, "profile", no_profile)
+    monkeypatch.setattr(profiles, "profile", no_profile)
     start = time.perf_counter()
-    second = models.load("lenet5", cache_dir=tmp_path)
+    second = specs.load("lenet5", cache_dir=tmp_path)
     assert time.perf_counter() - start < 0.5
     assert second == first
     # the default batch spelled out is the same cache entry
-    assert models.load("lenet5,batch=64", cache_dir=tmp_path).layers == first.layers
+    assert specs.load("lenet5,batch=64", cache_dir=tmp_path).layers == first.layers
 
 
 def test_cache_keyed_by_batch_and_torch_version(tmp_path, monkeypatch):
-    models.load("lenet5,batch=4", cache_dir=tmp_path)
-    models.load("lenet5,batch=8", cache_dir=tmp_path)
+    specs.load("lenet5,batch=4", cache_dir=tmp_path)
+    specs.load("lenet5,batch=8", cache_dir=tmp_path)
     assert len(list(tmp_path.glob("model-*.json"))) == 2
     monkeypatch.setattr(torch, "__version__", "0.0.0-test")
-    models.load("lenet5,batch=4", cache_dir=tmp_path)
+    specs.load("lenet5,batch=4", cache_dir=tmp_path)
     assert len(list(tmp_path.glob("model-*.json"))) == 3
 
 
 def test_corrupt_cache_is_replaced(tmp_path):
-    models.load("lenet5,batch=4", cache_dir=tmp_path)
+    specs.load("lenet5,batch=4", cache_dir=tmp_path)
     (path,) = tmp_path.glob("model-*.json")
     path.write_text("{not json")
-    model = models.load("lenet5,batch=4", cache_dir=tmp_path)
+    model = specs.load("lenet5,batch=4", cache_dir=tmp_path)
     assert model.elements == PARAMS["lenet5"]
     assert json.loads(path.read_text())["layers"] == model.to_list()
 
 
 def test_default_cache_dir_read_at_call_time(tmp_path, monkeypatch):
     monkeypatch.setenv("SYNCBED_CACHE_DIR", str(tmp_path / "c"))
-    models.load("lenet5,batch=4")
+    specs.load("lenet5,batch=4")
     assert len(list((tmp_path / "c").glob("model-*.json"))) == 1
 
 
@@ -388,13 +405,13 @@ def test_default_cache_dir_read_at_call_time(tmp_path, monkeypatch):
 
 
 def test_synthetic_sizes_exact():
-    model = models.load("synthetic,mb=4")
+    model = specs.load("synthetic,mb=4")
     assert model.to_list() == [["fc", 1_048_576, 0.0]]
     assert model.bytes == 4 * 2**20 and model.backward_s == 0
 
 
 def test_synthetic_layers_and_compute():
-    model = models.load("synthetic,mb=4,layers=8,compute_ms=40")
+    model = specs.load("synthetic,mb=4,layers=8,compute_ms=40")
     assert [layer.numel for layer in model.layers] == [131_072] * 8
     assert [layer.name for layer in model.layers] == [f"fc{i}" for i in range(8)]
     assert all(layer.backward_s == pytest.approx(0.005) for layer in model.layers)
@@ -403,14 +420,14 @@ def test_synthetic_layers_and_compute():
 
 
 def test_synthetic_uneven_split_keeps_total():
-    model = models.load("synthetic, mb=1, layers=3")
+    model = specs.load("synthetic, mb=1, layers=3")
     sizes = [layer.numel for layer in model.layers]
     assert sum(sizes) == 262_144 and max(sizes) - min(sizes) == 1
-    assert models.load("synthetic,mb=0.5").elements == 131_072
+    assert specs.load("synthetic,mb=0.5").elements == 131_072
 
 
 def test_model_list_round_trip_and_validation():
-    model = models.load("synthetic,mb=2,layers=2,compute_ms=3")
+    model = specs.load("synthetic,mb=2,layers=2,compute_ms=3")
     again = Model.from_list(model.spec, json.loads(json.dumps(model.to_list())), model.source)
     assert again == model
     with pytest.raises(ValueError):
@@ -436,17 +453,17 @@ def test_model_list_round_trip_and_validation():
 ])
 def test_bad_specs_rejected(spec, tmp_path):
     with pytest.raises(ValueError) as err:
-        models.load(spec, cache_dir=tmp_path)
+        specs.load(spec, cache_dir=tmp_path)
     message = str(err.value)
     assert "\n" not in message
     assert "valid specs" in message
-    for valid in models.valid_specs():
+    for valid in registry.valid_specs():
         assert valid in message
     assert not list(tmp_path.iterdir())  # rejected before any profiling
 
 
 def test_valid_specs_list():
-    specs = models.valid_specs()
+    specs = registry.valid_specs()
     assert specs[0].startswith("synthetic,mb=")
     assert {"lenet5[,batch=64]", "vgg19[,batch=16]", "resnet18[,batch=16]"} <= set(specs)
     assert {"resnet20[,batch=32]", "resnet50[,batch=2]", "lstm_ptb[,batch=20]"} <= set(specs)
@@ -457,111 +474,17 @@ def test_valid_specs_list():
 
 
 def test_scaled_divides_sizes_and_multiplies_times():
-    model = models.load("synthetic,mb=4,layers=4,compute_ms=8")
-    dilated = models.scaled(model, size_factor=4, time_factor=10)
+    model = specs.load("synthetic,mb=4,layers=4,compute_ms=8")
+    dilated = scaled(model, size_factor=4, time_factor=10)
     assert [layer.numel for layer in dilated.layers] == [65_536] * 4
     assert dilated.elements == model.elements // 4
     assert dilated.backward_s == pytest.approx(0.080)
     assert dilated.spec == model.spec and "scaled" in dilated.source
-    assert models.scaled(model, 1, 1) is model
-    tiny = models.scaled(Model("t", (Layer("a", 3, 0.0),), ""), size_factor=100)
+    assert scaled(model, 1, 1) is model
+    tiny = scaled(Model("t", (Layer("a", 3, 0.0),), ""), size_factor=100)
     assert tiny.layers[0].numel == 1  # never an empty layer
     for bad in (0, -1, math.inf, math.nan):
         with pytest.raises(ValueError):
-            models.scaled(model, size_factor=bad)
+            scaled(model, size_factor=bad)
         with pytest.raises(ValueError):
-            models.scaled(model, time_factor=bad)
-
-
-# --------------------------------------------------------------------------- DigitsTrainer
-
-
-def test_digits_trainer_layout():
-    trainer = DigitsTrainer(rank=0, workers=1, seed=0, batch=32)
-    sizes = trainer.layer_sizes()
-    assert sizes == [156, 2_416, 48_120, 10_164, 850]
-    lenet = models.param_layers(models.build_network("lenet5"))  # same network as the spec
-    assert sizes == [sum(p.numel() for p in m.parameters()) for _, m in lenet]
-    grad = trainer.gradients(0)
-    assert grad.dtype == torch.float32 and grad.shape == (sum(sizes),) == (PARAMS["lenet5"],)
-    assert trainer.layer_names() == ["conv1", "conv2", "fc1", "fc2", "fc3"]
-    before = trainer.parameters_flat()
-    trainer.gradients(1)
-    assert torch.equal(before, trainer.parameters_flat())  # computing gradients never steps
-    loss, accuracy = trainer.evaluate()
-    assert loss > 0 and 0 <= accuracy <= 1
-    assert len(trainer.y_train) + len(trainer.y_test) == 1_797 and len(trainer.y_test) == 360
-    with pytest.raises(ValueError):
-        trainer.apply(torch.zeros(10), 1, 0.1)
-
-
-def test_digits_trainer_sharding_is_a_partition():
-    workers, batch = 3, 8
-    ranks = [DigitsTrainer(rank=r, workers=workers, seed=5, batch=batch) for r in range(workers)]
-    single = DigitsTrainer(rank=0, workers=1, seed=5, batch=workers * batch)
-    assert ranks[0].steps_per_epoch == single.steps_per_epoch
-    for iteration in (0, 1, ranks[0].steps_per_epoch - 1, ranks[0].steps_per_epoch + 2):
-        shards = [set(t.batch_indices(iteration).tolist()) for t in ranks]
-        assert all(len(s) == batch for s in shards)
-        assert not (shards[0] & shards[1]) and not (shards[1] & shards[2])
-        assert set().union(*shards) == set(single.batch_indices(iteration).tolist())
-    # deterministic: a fresh instance gives the same batches
-    again = DigitsTrainer(rank=1, workers=workers, seed=5, batch=batch)
-    assert torch.equal(again.batch_indices(7), ranks[1].batch_indices(7))
-
-
-def test_data_parallel_sgd_equals_single_process_sgd():
-    """2 workers with batch b, gradients summed and averaged, == 1 process with batch 2b."""
-    b, lr = 16, 0.1
-    rank0, rank1 = (DigitsTrainer(rank=r, workers=2, seed=3, batch=b) for r in (0, 1))
-    single = DigitsTrainer(rank=0, workers=1, seed=3, batch=2 * b)
-    assert torch.equal(rank0.parameters_flat(), single.parameters_flat())
-    for iteration in range(60):  # crosses an epoch boundary (44 steps per epoch)
-        flat_sum = rank0.gradients(iteration) + rank1.gradients(iteration)
-        reference = single.gradients(iteration)
-        torch.testing.assert_close(flat_sum / 2, reference, rtol=1e-4, atol=1e-6)
-        rank0.apply(flat_sum, 2, lr)
-        rank1.apply(flat_sum, 2, lr)
-        single.apply(reference, 1, lr)
-        assert torch.equal(rank0.parameters_flat(), rank1.parameters_flat())
-    torch.testing.assert_close(rank0.parameters_flat(), single.parameters_flat(), rtol=1e-4, atol=1e-5)
-
-
-def test_digits_converges():
-    workers, lr = 2, 0.1
-    trainers = [DigitsTrainer(rank=r, workers=workers, seed=0, batch=16) for r in range(workers)]
-    initial_loss, _ = trainers[0].evaluate()
-    for iteration in range(200):
-        flat_sum = sum(t.gradients(iteration) for t in trainers)
-        for t in trainers:
-            t.apply(flat_sum, workers, lr)
-    loss, accuracy = trainers[0].evaluate()
-    assert accuracy > 0.85
-    assert loss < initial_loss
-
-
-def test_digits_trainer_rejects_bad_arguments():
-    for kwargs in ({"rank": 2, "workers": 2}, {"rank": 0, "workers": 0},
-                   {"rank": 0, "workers": 1, "batch": 0},
-                   {"rank": 0, "workers": 100, "batch": 64}):
-        with pytest.raises(ValueError):
-            DigitsTrainer(**kwargs)
-
-
-def test_resnet18_trains_on_the_digits_as_torchvisions_adapted_network():
-    """DFS's ResNet-18 (issue #9): the registry's CIFAR ResNet-18 is torchvision's resnet18 with
-    a 3x3 stride-1 stem and no max-pooling (same parameter shapes, same order), and the digits
-    trainer feeds it the 8x8 digit on 3 channels with the registry's layer layout."""
-    from torch import nn
-
-    tv = models.torchvision_models().resnet18(num_classes=10)
-    tv.conv1 = nn.Conv2d(3, 64, 3, 1, 1, bias=False)
-    tv.maxpool = nn.Identity()
-    ours = models.build_network("resnet18")
-    assert [p.shape for p in tv.parameters()] == [p.shape for p in ours.parameters()]
-    trainer = DigitsTrainer(rank=1, workers=4, seed=0, batch=2, model="resnet18")
-    assert trainer.x_train.shape[1:] == (1, 8, 8)
-    grad = trainer.gradients(0)
-    assert grad.numel() == models.load("resnet18").elements == 11_173_962
-    assert trainer.layer_sizes() == [layer.numel for layer in models.load("resnet18").layers]
-    assert torch.isfinite(grad).all() and grad.abs().sum() > 0
+            scaled(model, time_factor=bad)

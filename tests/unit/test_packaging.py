@@ -76,17 +76,17 @@ sys.meta_path[:] = [f for f in sys.meta_path if "__editable__" not in getattr(f,
 out = io.StringIO()
 with contextlib.redirect_stdout(out):
     rc = ep.load()(["algos"])
-from workloads import models
+from workloads.models import profiles, specs
 name, batch = sys.argv[2], int(sys.argv[3])
-shipped = models.read_profile(name, batch)  # None: the wheel lacks the file
-model = models.load(name, cache_dir=sys.argv[4]) if shipped else None
+shipped = profiles.read_profile(name, batch)  # None: the wheel lacks the file
+model = specs.load(name, cache_dir=sys.argv[4]) if shipped else None
 for mod in ("emulation.report", "emulation.papers", "emulation.report.markdown", "emulation.report.plots"):
     importlib.import_module(mod)
 files = {n: getattr(m, "__file__", None) for n, m in list(sys.modules.items())
          if n.split(".")[0] in ("topologies", "controllers", "workloads", "emulation")}
 print(json.dumps({"entry_point": ep.value, "rc": rc, "algos": out.getvalue(), "shipped": shipped is not None,
                   "source": model.source if model else None, "layers": len(model.layers) if model else 0,
-                  "profiles_dir": str(models.PROFILES_DIR), "files": files}))
+                  "profiles_dir": str(profiles.PROFILES_DIR), "files": files}))
 """
 
 
