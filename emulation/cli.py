@@ -14,6 +14,7 @@
     syncbed report DIR        rewrite report.md and plots/ from a results folder's files
     syncbed scaling DIR... --out DIR    one table across worker counts (emulation/report/scaling.py)
     syncbed predict EXPERIMENT.yaml... [MODEL ...]    MG-WFBP's alpha-beta predictions
+    syncbed profile NAME... [--batch B]    networks' backward pass on this CPU -> workloads/profiles/
     syncbed pcap FILE         packets and payload per interface and direction of a capture
     syncbed bench pcap        the capture reader's speed
     syncbed clean             undo whatever a crashed run left (processes, bridges, links)
@@ -382,6 +383,22 @@ def cmd_predict(args) -> int:
     return 0
 
 
+def cmd_profile(args) -> int:
+    """Profile networks' backward pass on this CPU into workloads/profiles/ (workloads/models/profiles.py)."""
+    import torch
+
+    from workloads.models import profiles
+
+    torch.set_num_threads(1)  # the workers compute with one thread; so is each layer timed
+    if args.clock is not None and args.clock not in profiles.CLOCKS:
+        print(f"syncbed: --clock {args.clock!r} is unknown; valid: {', '.join(sorted(profiles.CLOCKS))}",
+              file=sys.stderr)
+        return 2
+    given = {"runs": args.runs, "warmup": args.warmup, "folder": args.dir, "clock": args.clock}
+    return profiles.write_profiles(args.names, args.batch, log=print,
+                                   **{k: v for k, v in given.items() if v is not None})  # else its defaults
+
+
 def cmd_pcap(args) -> int:
     """Packets, payload and retransmitted bytes per (interface, direction) of a capture."""
     import time
@@ -548,6 +565,16 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("files", nargs="+", metavar="EXPERIMENT.yaml... [MODEL]",
                     help="mgwfbp_*.yaml files stating a real_setting, then models (default: each file's list)")
     pr.set_defaults(fn=cmd_predict)
+    pf = sub.add_parser("profile", help="profile networks' backward pass on this CPU into workloads/profiles/ "
+                        "(what model specs load)")
+    pf.add_argument("names", nargs="+", metavar="NAME", help="a registered network (resnet20, resnet50, ...) "
+                    "or torchvision:NAME; one after the other")
+    pf.add_argument("--batch", type=COUNT, help="default: each network's default batch")
+    pf.add_argument("--runs", type=COUNT, help="timed backward passes, each layer's median kept (default 5)")
+    pf.add_argument("--warmup", type=NONNEG, help="untimed passes first (default 1)")
+    pf.add_argument("--dir", help="where the profiles go (default: workloads/profiles/)")
+    pf.add_argument("--clock", help="thread (CPU time, the default: robust to other processes) | wall")
+    pf.set_defaults(fn=cmd_profile)
     pc = sub.add_parser("pcap", help="packets and TCP payload per interface and direction of a capture")
     pc.add_argument("file", help="a pcap file (a run's capture.pcap)")
     pc.set_defaults(fn=cmd_pcap)

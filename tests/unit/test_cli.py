@@ -67,7 +67,7 @@ BAD_INPUT = {
                   FRESH),
     "unknown_option": (["run", "--bogus"], r"unrecognized arguments: --bogus; see syncbed --help", FRESH),
     "no_command": ([], r"the following arguments are required: \{run,topo,algos,analyze,keep,docs,project,train,report,"
-                 r"scaling,predict,pcap,bench,clean\}", FRESH),
+                 r"scaling,predict,profile,pcap,bench,clean\}", FRESH),
     # analyze on folders that are not an experiment's results: one line, nothing written
     "analyze_nowhere": (["analyze", "{tmp}/nowhere"], r"nowhere is not a folder; give a results folder made by "
                         r"syncbed run", FRESH),
@@ -512,3 +512,19 @@ def test_the_readme_lists_every_subcommand():
     text = (ROOT / "README.md").read_text()
     listed = re.findall(r"^\| `([a-z]+)[ `]", text, re.M)
     assert listed == list(sub.choices)
+
+
+def test_syncbed_profile_writes_a_profile_and_refuses_a_bad_name(tmp_path, capsys):
+    """`syncbed profile` is workloads/models/profiles.py's write_profiles (tests/unit/test_models.py
+    checks the profile it writes)."""
+    from emulation import cli
+
+    assert cli.main(["profile", "lenet5", "--batch", "2", "--runs", "1", "--warmup", "0",
+                     "--dir", str(tmp_path)]) == 0
+    assert str(tmp_path / "lenet5-b2.json") in capsys.readouterr().out
+    assert json.loads((tmp_path / "lenet5-b2.json").read_text())["network"] == "lenet5"
+    assert cli.main(["profile", "resnet51", "--dir", str(tmp_path)]) == 2
+    assert "resnet51" in capsys.readouterr().err
+    assert cli.main(["profile", "lenet5", "--clock", "sundial", "--dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("syncbed: --clock 'sundial' is unknown; valid: thread, wall") and len(err.splitlines()) == 1

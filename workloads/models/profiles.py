@@ -307,7 +307,7 @@ def read_profile(name: str, batch: int, folder: str | os.PathLike | None = None)
             raise ValueError("rows must be [tensor, numel, backward_s, module]")
     except (ValueError, KeyError, TypeError) as err:
         raise ValueError(f"shipped profile {path} is unusable ({err}); regenerate it with "
-                         f"python -m workloads.models profile {name} --batch {batch}") from None
+                         f"syncbed profile {name} --batch {batch}") from None
     return entry
 
 
