@@ -15,8 +15,8 @@ redoes it, every verdict included.
   bound uses host links only: on a non-blocking network it is the algorithm's bandwidth
   term, e.g. 2(N-1)M/(NB) for ring.
 - Simulated: the same plan on the same routes in SimGrid's flow model (emulation/simulator/core.py,
-  `simulate_plan`): every step's flows share each link max-min fairly; layer-wise plans also
-  wait for backprop and pay their all-reduce start-up. At least the bound where the steps
+  `simulate_plan`): every step's flows share each link max-min fairly; plans whose steps
+  overlap backprop (`Algorithm.timeline`) also wait for it and pay their start-ups. At least the bound where the steps
   cost nothing; the report sets it beside the measurement (validation, docs/PROJECTION.md).
 - Sync time of an iteration: max over ranks of t_done - max over ranks of t_ready, as
   `workloads/eventlog.py` (`IterationTimes.sync`, the one definition) computes it.
@@ -163,7 +163,7 @@ def phase_bytes(logs: dict) -> dict:
 
 def simulated_times(topo: Topology, hosts: list, algo, plan: dict, background=None) -> dict:
     """The run's plan simulated in SimGrid: simulated_seconds (sync, as measured here),
-    simulated_iteration_seconds (layer-wise), or None with the reason in `simulated_note`
+    simulated_iteration_seconds (plans that overlap backprop), or None with the reason in `simulated_note`
     (no SimGrid module, a plan whose bytes depend on the data, a simulation that failed).
     Background flows are constant loads taken off the links they cross (project.less_background)."""
     from emulation.simulator import core as project
@@ -179,37 +179,19 @@ def simulated_times(topo: Topology, hosts: list, algo, plan: dict, background=No
     return {"simulated_seconds": t["simulated_seconds"], "simulated_iteration_seconds": t["simulated_iteration_seconds"]}
 
 
-def observed_summary(logs: dict, workers: int) -> dict:
-    """Means over the measured iterations of what the workers observed (`state.observed`):
-    the compressor's time per sync (`sparsify_seconds`: selection; `merge_seconds`: merges,
-    residual update, densifying, for topk and gtopk), the zero-block fraction of the
-    block-sparse algorithms, the block sizes used (DFS's choice)."""
-    zero, used, sparsify, merge = [], {}, [], []
+def observed_summary(logs: dict, workers: int, algo: base.Algorithm) -> dict:
+    """What summary.json keeps of the workers' observations (`state.observed` of each measured
+    iteration, per worker rank): whatever the algorithm says of them (`Algorithm.figures`: the
+    means of its `compute` durations, then its own `summarize`)."""
+    observed: dict = {}
     for rank, events in logs.items():
         if rank >= workers:
             continue
         for ev in events:
             obs = ev.get("observed") if ev.get("event") == "iter" and not ev.get("warmup") else None
-            if not obs:
-                continue
-            if obs.get("sparsify_seconds") is not None:
-                sparsify.append(float(obs["sparsify_seconds"]))
-            if obs.get("merge_seconds") is not None:
-                merge.append(float(obs["merge_seconds"]))
-            if obs.get("zero_block_fraction") is not None:
-                zero.append(float(obs["zero_block_fraction"]))
-            if rank == 0 and obs.get("block") is not None:
-                used[int(obs["block"])] = used.get(int(obs["block"]), 0) + 1
-    out = {}
-    if sparsify:  # the compressor's CPU time per sync (inside the sync time): residual, selection, blocks
-        out["sparsify_seconds"] = statistics.fmean(sparsify)
-    if merge:  # and its other CPU per sync: merging sparse sets, the residual's update, densifying
-        out["merge_seconds"] = statistics.fmean(merge)
-    if zero:
-        out["zero_block_fraction"] = statistics.fmean(zero)
-    if used:
-        out["blocks_used"] = {str(b): n for b, n in sorted(used.items())}  # block size -> iterations
-    return out
+            if obs:
+                observed.setdefault(rank, []).append(obs)
+    return algo.figures(observed)
 
 
 def time_to_accuracy(training: dict | None, target: float | None) -> dict | None:
@@ -565,7 +547,7 @@ def analyze_run(run_dir: Path) -> dict:
         "training": times["training"],
         "time_to_accuracy": time_to_accuracy(times["training"], job.get("target_accuracy")),
         "phase_bytes_per_sync": phase_bytes(logs),
-        **observed_summary(logs, workers),
+        **observed_summary(logs, workers, algo),
         "median_sync_seconds": statistics.median(times["sync_seconds"]) if times["sync_seconds"] else None,
         "bound_seconds": bound_seconds(topo, ports_sync),
         "bound_nonblocking_seconds": bound_seconds(topo, per_sync),

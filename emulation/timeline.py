@@ -19,10 +19,10 @@ What it holds (the JSON object form, `{"traceEvents": [...], "displayTimeUnit": 
     pull, gTop-k rounds, BML's stages per tree, a layer-wise group's all-reduce, each
     layer's backward), named by its phase (and layer or group), with every field of the
     event in `args`;
-  * `compute`: what executors only logged as a duration in the `iter` event's `observed`
-    (`sparsify_seconds`: error feedback and selection, done first; `merge_seconds`: merges,
-    the residual's update, densifying, done last), placed at the start and the end of the
-    sync it belongs to, with `"placed": "inferred ..."` in `args` to say so;
+  * `compute`: what executors only logged as a duration in the `iter` event's `observed`,
+    as the run's algorithm declares it (`Algorithm.compute`: the observed key, the slice's
+    name, and whether it was done at the sync's start or end), placed at the start or the
+    end of the sync it belongs to, with `"placed": "inferred ..."` in `args` to say so;
   Slices are laid on threads ("lanes") so that every thread holds properly nested slices,
   as trace viewers need: the stages of one tree (or the per-layer backward) nest inside
   the iteration thread's `sync` slice when all of them fit there; otherwise (BML's second
@@ -72,9 +72,10 @@ def _lane_key(ev: dict) -> str:
     return f"tree {ev.get('tree', 0)}"
 
 
-def slices(logs: dict) -> list[dict]:
+def slices(logs: dict, compute=()) -> list[dict]:
     """Every timed span in the worker logs ({rank: [event, ...]}, as `workloads.eventlog.read_logs`
-    returns them), one dict each: `rank`, `iter`, `kind` (backward | sync | between | stage |
+    returns them), one dict each (`compute`: the algorithm's `Compute` declarations, which
+    observed durations become compute slices): `rank`, `iter`, `kind` (backward | sync | between | stage |
     compute), `name`, `t0`, `t1` (wall clock, seconds), `lane` (the thread it belongs on
     unless it nests in "iteration"), `args`. A `stage` slice also carries every field of its
     event (phase, tree, nic, stage, group, layer, bytes, ...), so figures can read them as
@@ -107,7 +108,7 @@ def slices(logs: dict) -> list[dict]:
                         args["observed"] = obs
                     out.append({"rank": rank, "iter": it, "kind": "sync", "name": "sync", "t0": t_ready,
                                 "t1": t_done, "lane": "iteration", "args": args})
-                    out += _compute(rank, it, obs, t_ready, t_done)
+                    out += _compute(rank, it, obs, t_ready, t_done, compute)
                 if t_done is not None:
                     prev_done = t_done
             elif kind == "stage":
@@ -121,12 +122,13 @@ def slices(logs: dict) -> list[dict]:
     return out
 
 
-def _compute(rank, it, obs: dict, t_ready: float, t_done: float) -> list[dict]:
-    """The compressor's CPU, which executors log as durations only (`observed`): selection
-    first, merging last, each clamped to the sync."""
+def _compute(rank, it, obs: dict, t_ready: float, t_done: float, compute=()) -> list[dict]:
+    """CPU work the executors log as durations only (`observed`), as `compute` (the algorithm's
+    `Compute` declarations) names and places it: at the sync's start or end, clamped to the sync."""
     out = []
     span = t_done - t_ready
-    for key, name, at_start in (("sparsify_seconds", "sparsify", True), ("merge_seconds", "merge", False)):
+    for c in compute:
+        key, name, at_start = c.key, c.name, c.at == "start"
         secs = _num(obs.get(key))
         if secs is None or secs <= 0:
             continue
@@ -217,12 +219,13 @@ def counters(rates: dict | None, top: int = COUNTERS) -> list[tuple[str, float, 
     return [(f"{name} Mbit/s", t0, [b * 8 / width / 1e6 for b in series]) for name, series in busiest]
 
 
-def build(logs: dict, hosts: dict | None = None, rates: dict | None = None, title: str | None = None) -> dict:
+def build(logs: dict, hosts: dict | None = None, rates: dict | None = None, title: str | None = None,
+          compute=()) -> dict:
     """The Chrome trace of a run: `logs` as `read_logs` returns them, `hosts` {rank: host}
     (default: the `start` events' hosts), `rates` the capture's per-link series (see
-    `counters`). Times are microseconds since the run's first event (a slice's start, or
+    `counters`), `compute` the algorithm's `Compute` declarations (`slices`). Times are microseconds since the run's first event (a slice's start, or
     the first counter bin); `otherData.t0_epoch` is that event's wall clock."""
-    spans = slices(logs)
+    spans = slices(logs, compute)
     tracks = counters(rates)
     starts = [s["t0"] for s in spans] + [t0 for _, t0, _ in tracks]
     origin = min(starts) if starts else 0.0
@@ -274,6 +277,16 @@ def _load(path: Path):
         return None
 
 
+def _declared_compute(name) -> tuple:
+    """The `Compute` declarations of algorithm `name` (job.json's), () when it has none or is unknown."""
+    from workloads.algorithms import base  # noqa: PLC0415 - the registry imports torch
+
+    try:
+        return base.get(str(name)).compute
+    except ValueError:
+        return ()
+
+
 def write(run_dir) -> Path:
     """Build the run folder's trace from its files and write `run_dir/timeline.json`."""
     from workloads.eventlog import read_logs  # noqa: PLC0415 - the one reader of the workers' logs
@@ -285,7 +298,7 @@ def write(run_dir) -> Path:
     counts = _load(run_dir / "capture_counts.json") or {}
     rates = (counts.get("measured") or {}).get("rates") if isinstance(counts, dict) else None
     title = f"{run_dir.name}: {job.get('algo_spec', job.get('algorithm', '?'))}" if job else run_dir.name
-    trace = build(logs, hosts, rates, title)
+    trace = build(logs, hosts, rates, title, _declared_compute(job.get("algorithm")))
     path = run_dir / FILE
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(trace, separators=(",", ":")))

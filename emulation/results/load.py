@@ -124,9 +124,16 @@ def num(x) -> float | None:
 
 
 def compress_seconds(run: dict | None) -> float | None:
-    """A sparse run's compressor CPU per sync, measured inside the sync: selection
-    (`sparsify_seconds`) plus merges (`merge_seconds`); None when it logged neither."""
-    parts = [num(run.get(k)) for k in ("sparsify_seconds", "merge_seconds")] if run else []
+    """A run's compressor CPU per sync, measured inside the sync: the sum of the durations its
+    algorithm declares (`Algorithm.compute`: a sparsifier's selection and merges) that
+    summary.json holds; None when it holds none (or the algorithm is not registered)."""
+    from workloads.algorithms import base  # noqa: PLC0415 - the registry imports torch
+
+    try:
+        declared = base.get(str(run.get("algorithm"))).compute if run else ()
+    except ValueError:
+        declared = ()
+    parts = [num(run.get(c.key)) for c in declared]
     return sum(p for p in parts if p is not None) if any(p is not None for p in parts) else None
 
 

@@ -107,20 +107,20 @@ class SimForm:
     released no earlier than `release[i]` seconds after backprop starts, and paying
     `startup[i]` seconds (the all-reduce's fixed cost) before its flows start.
 
-    Dense all-at-once algorithms: compute is not simulated (backprop ended at 0), every
-    release and start-up is 0, and the sync is the steps' total. Layer-wise algorithms
-    (wfbp, single, fusion, mgwfbp): one step per group, released when the group's last layer
-    is produced (the plan's own timeline from the GradientStream's per-layer backward times),
-    each paying the plan's measured all-reduce start-up a (`alpha`); the flow model supplies
-    the bandwidth term that the plan's b * m predicts. Iteration = max(last step's end,
-    backprop's end), sync = iteration - backprop (the emulation's `sync_seconds`: the
-    communication left after the last gradient was ready)."""
+    Algorithms whose sync starts after backprop: compute is not simulated (backprop ended at
+    0), every release is 0, each step's start-up its message rounds' latency, and the sync is
+    the steps' total. Algorithms whose steps overlap backprop say how (`Algorithm.timeline`,
+    a `base.Overlap`: e.g. one step per layer group, released when the group's last layer is
+    produced, each paying the plan's all-reduce start-up); the flow model supplies the
+    bandwidth term. Iteration = max(last step's end, backprop's end), sync = iteration -
+    backprop (the emulation's `sync_seconds`: the communication left after the last gradient
+    was ready)."""
 
     steps: list
     release: list
     startup: list
     backward_seconds: float = 0.0
-    layerwise: bool = False
+    overlapped: bool = False  # the steps overlap backprop (Algorithm.timeline)
 
 
 def simulated_form(algo: base.Algorithm, plan: dict, round_latency: float = 0.0) -> SimForm:
@@ -128,21 +128,22 @@ def simulated_form(algo: base.Algorithm, plan: dict, round_latency: float = 0.0)
 
     `round_latency` (seconds): the start-up of one message round, charged `Algorithm.step_rounds`
     times before each step's flows (a ring's 2(N-1) rounds, PS's one per phase): the latency
-    term the zero-latency flow model lacks. Layer-wise plans keep their own measured or given
-    all-reduce start-up a per group instead (it already prices the ring's rounds)."""
+    term the zero-latency flow model lacks. A plan whose steps overlap backprop
+    (`Algorithm.timeline`) keeps its own start-ups instead (e.g. a measured all-reduce
+    start-up a per group, which already prices its rounds)."""
     why = simulable(algo)
     if why:
         raise ValueError(why)
     if not (round_latency >= 0 and round_latency < float("inf")):
         raise ValueError(f"round latency {round_latency!r} must be a number of seconds >= 0")
     steps = algo.steps(plan)
-    if "link" in algo.needs and "groups" in plan and "predicted" in plan:
-        ready = plan["predicted"]["ready"]
-        release = [float(ready[g[-1]]) for g in plan["groups"]]
-        if len(release) != len(steps):
-            raise ValueError(f"{algo.name}: {len(steps)} steps for {len(release)} groups")
-        return SimForm(steps, release, [float(plan["alpha"])] * len(steps),
-                       float(plan["predicted"]["backward_seconds"]), True)
+    overlap = algo.timeline(plan)
+    if overlap is not None:
+        if not len(overlap.release) == len(overlap.startup) == len(steps):
+            raise ValueError(f"{algo.name}: {len(steps)} steps for {len(overlap.release)} release times and "
+                             f"{len(overlap.startup)} start-ups")
+        return SimForm(steps, [float(t) for t in overlap.release], [float(t) for t in overlap.startup],
+                       float(overlap.backward_seconds), True)
     rounds = algo.step_rounds(plan)
     if len(rounds) != len(steps):
         raise ValueError(f"{algo.name}: {len(rounds)} round counts for {len(steps)} steps")
@@ -610,18 +611,18 @@ def prepare_planned(run, req: Request) -> Prepared:
 
 def less_background(platform, topo: Topology, background) -> dict:
     """Take the background flows' rates (the probed ones where the run measured them, else the
-    declared pacing: `forest.background_load`) off the capacity of every directed link they
-    cross, never below `forest.LOAD_FLOOR` of it, as the forest planner sees the network.
-    A paced flow is a constant load, so this is what max-min would leave the plan's flows.
-    Returns {links: how many were reduced, notes}."""
+    declared pacing: `background.background_load`) off the capacity of every directed link they
+    cross, never below `background.LOAD_FLOOR` of it, as the planners see the network
+    (workloads/planners/background.py). A paced flow is a constant load, so this is what
+    max-min would leave the plan's flows. Returns {links: how many were reduced, notes}."""
     if not background:
         return {"links": 0, "notes": []}
-    from workloads.planners import forest
+    from workloads.planners.background import background_load, left_over
 
-    load, notes = forest.background_load(topo, background)
+    load, notes = background_load(topo, background)
     for link, rate in load.items():
         if link in platform.links:
-            platform.links[link] = forest.left_over(platform.links[link], rate)
+            platform.links[link] = left_over(platform.links[link], rate)
     return {"links": len(load), "notes": notes}
 
 
@@ -629,8 +630,9 @@ def simulate_plan(topo: Topology, hosts: list, algo: base.Algorithm, plan: dict,
                   model: "NetworkModel | None" = None, background=None, round_latency: float = 0.0) -> dict:
     """The simulated times of one planned sync (the emulation's analysis calls this for every run):
     simulated_seconds (the sync as the emulation measures it), simulated_iteration_seconds
-    (layer-wise only: backprop and exposed communication), simulated_step_seconds. Raises
-    ValueError (one line) for a plan with no simulated form, RuntimeError if SimGrid fails."""
+    (plans whose steps overlap backprop, `Algorithm.timeline`: backprop and the exposed
+    communication), simulated_step_seconds. Raises ValueError (one line) for a plan with no
+    simulated form, RuntimeError if SimGrid fails."""
     form = simulated_form(algo, plan, round_latency)
     fast = simgrid_platform.indexed(topo)
     return _times(_run_form(fast, hosts, form, pairs_of(form.steps, hosts), background, model or NetworkModel())[2],
@@ -654,7 +656,7 @@ def _run_form(fast: Topology, hosts: list, form: SimForm, pairs, background, mod
 
 def _times(sim: dict, form: SimForm) -> dict:
     end = sim["sync_seconds"]
-    if form.layerwise:
+    if form.overlapped:
         iteration = max(end, form.backward_seconds)
         return {"simulated_seconds": iteration - form.backward_seconds, "simulated_iteration_seconds": iteration,
                 "simulated_step_seconds": sim["step_seconds"]}
@@ -692,7 +694,7 @@ def project(req: Request | Prepared, topo: Topology | None = None, inspect: bool
         "iters": 1, "warmup": 0, "syncs_counted": 1,
         "sync_seconds": [t], "median_sync_seconds": t, "step_seconds": sim["step_seconds"],
         "simulated_seconds": t, "round_latency_seconds": p.req.round_latency,
-        "rounds_per_sync": None if form.layerwise else sum(algo.step_rounds(p.plan)),
+        "rounds_per_sync": None if form.overlapped else sum(algo.step_rounds(p.plan)),
         "bound_seconds": bound, "bound_nonblocking_seconds": analysis.bound_seconds(fast, per_sync),
         "sync_over_bound": t / bound if bound else None,
         "payload_bytes_expected": per_sync, "payload_bytes_simulated": simulated_nics,
@@ -713,7 +715,7 @@ def project(req: Request | Prepared, topo: Topology | None = None, inspect: bool
                       "memory_estimate_bytes": int(p.memory_bytes),
                       "child_maxrss_bytes": sim["child_maxrss_bytes"]},
     }
-    if form.layerwise:
+    if form.overlapped:
         it = times["simulated_iteration_seconds"]
         rec.update(iteration_seconds=[it], simulated_iteration_seconds=it, backward_seconds=[form.backward_seconds],
                    scaling_efficiency=form.backward_seconds / it if it > 0 else None, **algo.describe(p.plan))

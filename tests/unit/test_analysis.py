@@ -208,9 +208,13 @@ def test_phase_bytes_observations_and_time_to_accuracy(tmp_path):
             2: [it(1, 1, 1, 2, server=True, observed={"union_blocks": 3})]}  # a dedicated server
     assert analysis.phase_bytes(logs) == {"push": 30.0, "pull": 40.0}  # (10+10+20+20)/2, (30+50)/2
     assert analysis.phase_bytes({0: [it(1, 0, 0, 1)]}) == {}
-    summary = analysis.observed_summary(logs, 2)
+    # what summary.json keeps of them is the algorithm's to say (Algorithm.compute, .summarize)
+    summary = analysis.observed_summary(logs, 2, base.get("dfs"))  # block-sparse: a compressor's time, blocks
     assert summary == {"zero_block_fraction": pytest.approx(0.7), "blocks_used": {"64": 1, "256": 1},
-                       "sparsify_seconds": pytest.approx(0.07), "merge_seconds": pytest.approx(0.007)}
+                       "sparsify_seconds": pytest.approx(0.07)}
+    assert analysis.observed_summary(logs, 2, base.get("topk")) == {  # selection and merges
+        "sparsify_seconds": pytest.approx(0.07), "merge_seconds": pytest.approx(0.007)}
+    assert analysis.observed_summary(logs, 2, base.get("ring")) == {}  # declares nothing
     for n, e in logs.items():
         write_log(tmp_path, n, e)
     training = analysis.sync_times(tmp_path, workers=2)["training"]

@@ -254,7 +254,7 @@ def test_layerwise_groups_wait_for_backprop_and_pay_their_startup(algo):
     name, raw = base.parse_algos(algo)[0]
     topo, hosts, a, plan = _layerwise(algo)
     form = project.simulated_form(a, plan)
-    assert form.layerwise and len(form.steps) == len(plan["groups"])
+    assert form.overlapped and len(form.steps) == len(plan["groups"])  # the algorithm's timeline
     assert form.release == [plan["predicted"]["ready"][g[-1]] for g in plan["groups"]]
     assert form.startup == [0.01] * len(plan["groups"])
     t = project.simulate_plan(topo, hosts, a, plan)

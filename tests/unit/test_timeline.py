@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from emulation import analysis, timeline
+from workloads.algorithms import base
 from workloads.eventlog import read_logs
 
 pytestmark = pytest.mark.unit
@@ -38,7 +39,8 @@ def _stage(it, tree, stage, phase, t0, t1, nic=0):
 
 def hand_written_run(folder: Path) -> Path:
     """Two ranks, two iterations: rank 0 runs a ring (stages nest in its sync), rank 1 a
-    two-tree schedule whose trees overlap (BML-like), with a sparsifier's observed seconds."""
+    two-tree schedule whose trees overlap (BML-like), with a sparsifier's observed seconds, which
+    the job's algorithm (topk) declares as compute durations (`Algorithm.compute`)."""
     workers = folder / "workers"
     workers.mkdir(parents=True)
     logs = {
@@ -59,7 +61,7 @@ def hand_written_run(folder: Path) -> Path:
     for rank, events in logs.items():
         (workers / f"rank{rank}.jsonl").write_text(
             "\n".join(e if isinstance(e, str) else json.dumps(e) for e in events) + "\n")
-    (folder / "job.json").write_text(json.dumps({"algorithm": "ring", "algo_spec": "ring", "hosts": ["h00", "h01"]}))
+    (folder / "job.json").write_text(json.dumps({"algorithm": "topk", "algo_spec": "topk", "hosts": ["h00", "h01"]}))
     (folder / "capture_counts.json").write_text(json.dumps({"measured": {"rates": {
         "t0": T + 0.5, "bin": 0.5, "links": {"s0-eth1:rx": [0, 62500, 125000], "s0-eth2:tx": [1000, 0, 0]}}}}))
     return folder
@@ -147,6 +149,10 @@ def test_hand_written_run_gives_a_trace_that_agrees_with_its_logs(tmp_path):
     assert compute["sparsify"]["ts"] == pytest.approx(2.0e6) and compute["sparsify"]["dur"] == pytest.approx(5e4)
     assert compute["merge"]["ts"] + compute["merge"]["dur"] == pytest.approx(2.5e6)
     assert "inferred" in compute["merge"]["args"]["placed"]
+    # an algorithm that declares no compute durations gets no compute slices from the same logs
+    assert not [s for s in timeline.slices(logs) if s["kind"] == "compute"]
+    assert {s["name"] for s in timeline.slices(logs, base.get("topk").compute) if s["kind"] == "compute"} == \
+        {"sparsify", "merge"}
     # the store barrier between iterations
     between = [e for e in xs if e["pid"] == 0 and e["cat"] == "between"]
     assert [(e["ts"], e["dur"]) for e in between] == [(pytest.approx(1.0e6), pytest.approx(0.5e6))]

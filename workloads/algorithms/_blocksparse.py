@@ -34,6 +34,7 @@ there); as an owner `blocks_up_recv`, `union_blocks` (of its shard) and `blocks_
 """
 from __future__ import annotations
 
+import statistics
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -42,8 +43,8 @@ import torch
 
 from workloads import blocks
 from workloads.algorithms.base import Flow, Option, merge_flows, number
-from workloads.algorithms.topk import (DENSITY, DENSITY_VALID, check_elements, k_of, reference_memory,
-                                       residual_of)
+from workloads.algorithms.topk import (DENSITY, DENSITY_VALID, SPARSIFY, check_elements, k_of,
+                                       reference_memory, residual_of)
 from workloads.gradients import as_flat
 from workloads.sparse import Residual, block_nonzero, blocks_to_indices, select_topk
 
@@ -208,6 +209,31 @@ def _owner_observed(plan: dict, agg: Aggregate, owner: int) -> dict:
     union = int(agg.union.sum())
     return {"blocks_up_recv": sum(n for w, n in enumerate(agg.up_blocks) if w != owner), "union_blocks": union,
             "blocks_down_sent": union * receivers}
+
+
+# --- what the analysis keeps (Algorithm.compute, Algorithm.summarize) --------------------------
+
+COMPUTE = (SPARSIFY,)  # a worker's error feedback, selection and blocks, logged as a duration
+
+
+def summarize(observed: dict) -> dict:
+    """summary.json's figures of a block-sparse run from the workers' observations ({worker
+    rank: [observed of each measured iteration]}): `zero_block_fraction`, the mean over workers
+    and iterations of the share of its own blocks a worker did not send, and `blocks_used`,
+    {block size: measured iterations that used it} as rank 0 logged them (every rank uses the
+    same size; DFS's choice)."""
+    zero = [float(o["zero_block_fraction"]) for obs in observed.values() for o in obs
+            if o.get("zero_block_fraction") is not None]
+    used: dict = {}
+    for o in observed.get(0, []):
+        if o.get("block") is not None:
+            used[int(o["block"])] = used.get(int(o["block"]), 0) + 1
+    out = {}
+    if zero:
+        out["zero_block_fraction"] = statistics.fmean(zero)
+    if used:
+        out["blocks_used"] = {str(b): n for b, n in sorted(used.items())}
+    return out
 
 
 # --- the oracle: the whole sync in one process ------------------------------------------------

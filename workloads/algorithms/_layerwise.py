@@ -13,6 +13,8 @@ Duties:
 - `traffic` / `phases`: the sum over groups of the ring all-reduce's closed form, with its
   messages (`ring.ring_flows` on each group's elements), and one step per group for the
   flow-level bound (a group's all-reduce starts after the previous one ended);
+- `timeline`: when each group may start during backprop and its start-up (the contract's
+  `Overlap`, which the SimGrid simulation follows), `describe`: what summary.json keeps;
 - `execute`: the overlap of communication with backprop, step by step below.
 
 Plan form (every value JSON):
@@ -49,7 +51,7 @@ import time
 import torch
 
 from workloads.planners import merge
-from workloads.algorithms.base import DTYPE_BYTES, Flow, merge_flows, split
+from workloads.algorithms.base import DTYPE_BYTES, Flow, Overlap, merge_flows, split
 from workloads.algorithms.ring import MAX_TAG, SEGMENT_ELEMENTS, ring_allreduce, ring_flows, ring_tags
 from workloads.linkmodel import LinkModel
 
@@ -144,6 +146,16 @@ def rounds(plan: dict) -> list[int]:
     return [2 * (plan["workers"] - 1)] * len(plan["groups"])
 
 
+def timeline(plan: dict) -> Overlap:
+    """How the groups' all-reduces overlap backprop (`Algorithm.timeline`, for the simulation):
+    group g released when its last layer is produced (the plan's own predicted timeline from
+    the per-layer backward times), each paying the cost model's start-up a; the flow model
+    supplies the bandwidth term that the plan's b * m predicts."""
+    ready = plan["predicted"]["ready"]
+    return Overlap(tuple(float(ready[g[-1]]) for g in plan["groups"]),
+                   (float(plan["alpha"]),) * len(plan["groups"]), float(plan["predicted"]["backward_seconds"]))
+
+
 def describe(plan: dict) -> dict:
     """What summary.json keeps of a layer-wise plan: the cost model, the prediction, the groups."""
     return {"alpha_seconds": plan["alpha"], "beta_seconds_per_byte": plan["beta"],
@@ -228,3 +240,9 @@ def execute(plan: dict, comm, grads, state=None) -> torch.Tensor:
         comm.record(tree=0, stage=g, group=g, nic=nic, phase="allreduce", t0=t0, t1=t1,
                     bytes=sent[me].bytes if sent else 0, layers=list(group), ready=ready.get(group[-1], t0))
     return flat
+
+
+# What the four pass to `Algorithm` besides their name, summary, plan and options: one list,
+# so a hook added to the layer-wise family reaches all four.
+CONTRACT = dict(traffic=traffic, phases=phases, rounds=rounds, execute=execute, describe=describe,
+                timeline=timeline, needs=NEEDS)

@@ -25,6 +25,15 @@ Algorithm(...)`. It has two halves (docs/STYLE.md: plan in pure functions, execu
   `topologies` (kinds; () = any). `Algorithm.refusal` says in one line what is wrong and
   what is valid; `check_context` refuses with it, and the registry-wide tests, the
   projection's sweeps and `syncbed algos` read the same declaration.
+- what the emulation reads of it, so that the emulation names no algorithm (each has a
+  default, so most algorithms write none of them): `describe(plan) -> dict` (plan facts for
+  summary.json; default {}), `timeline(plan) -> Overlap | None` (the overlap of its steps with
+  backprop, for the SimGrid simulation, emulation/simulator/core.py; default None: the sync
+  starts after backprop, all steps released at once), `compute` (a tuple of `Compute`: CPU
+  durations its executor logs in `state.observed`, which the trace draws and summary.json
+  averages; default ()) and `summarize(observed) -> dict` (its own per-run figures from the
+  workers' `state.observed` of the measured iterations, {worker rank: [observed, ...]};
+  default {}). `Algorithm.figures` is what the analysis puts in summary.json from them.
 - `needs`: measured inputs the planner reads (`"link"`: the all-reduce cost model a, b;
   `"backward"`: per-layer backward times; `"background"`: the rates of the run's background
   flows, measured once they run, in `PlanContext.background`). Planning happens once with provisional values
@@ -45,6 +54,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import pkgutil
+import statistics
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -177,6 +187,34 @@ ANY_COUNT = Counts(lambda p: p >= 1, "any count >= 1")
 POWERS_OF_TWO = Counts(lambda p: p >= 1 and p & (p - 1) == 0, "a power of two (1, 2, 4, 8, ...)")
 
 
+@dataclass(frozen=True)
+class Overlap:
+    """How a plan's steps overlap backprop (`Algorithm.timeline`), seconds since backprop began:
+    step i may start no earlier than `release[i]` (when the last gradient it carries is
+    produced) and pays `startup[i]` (its all-reduce's fixed cost) before its flows start;
+    backprop itself ends at `backward_seconds`. The sync is then what is left after backprop."""
+
+    release: tuple
+    startup: tuple
+    backward_seconds: float
+
+
+@dataclass(frozen=True)
+class Compute:
+    """CPU work inside the sync that the executor logs only as a duration, `state.observed[key]`
+    seconds (no `stage` event times it: a compressor's selection, its merges). The run's trace
+    (emulation/timeline.py) draws it as a slice `name` at the sync's start or end (`at`), and
+    summary.json keeps its mean over the workers' measured iterations under `key`."""
+
+    key: str
+    name: str
+    at: str = "start"  # "start" or "end" of the sync
+
+    def __post_init__(self):
+        if self.at not in ("start", "end"):
+            raise ValueError(f"Compute {self.key}: at={self.at!r} must be 'start' or 'end'")
+
+
 @dataclass
 class SyncState:
     """One rank's state across the iterations of a run (PyTorch's PowerSGDState in spirit).
@@ -220,6 +258,12 @@ class Algorithm:
     data_dependent: bool = False  # expected bytes come from the ranks' per-iteration logs
     needs: tuple = ()  # measured planner inputs: "link" (a, b of an all-reduce), "background" (flow rates)
     describe: Callable[[dict], dict] = lambda plan: {}  # plan facts for summary.json (JSON-able)
+    # the overlap of the plan's steps with backprop (Overlap: layer-wise algorithms), which the
+    # simulation follows; None: the steps start when backprop has ended, all at once
+    timeline: Callable[[dict], Overlap | None] = lambda plan: None
+    compute: tuple = ()  # Compute: CPU durations the executor logs in state.observed
+    # {worker rank: [state.observed of each measured iteration]} -> its own summary.json figures
+    summarize: Callable[[dict], dict] = lambda observed: {}
     # message rounds each step waits through one after another (a ring's 2(N-1) steps); the
     # projection charges a per-round latency for each; None: one round per step
     rounds: Callable[[dict], list] | None = None
@@ -231,6 +275,18 @@ class Algorithm:
     def step_rounds(self, plan: dict) -> list[int]:
         """Sequential message rounds per step (`rounds`, else 1 each): the latency term."""
         return list(self.rounds(plan)) if self.rounds else [1] * len(self.steps(plan))
+
+    def figures(self, observed: dict) -> dict:
+        """What summary.json keeps of the workers' observations (`observed`: {worker rank:
+        [state.observed of each measured iteration]}): the mean of each `compute` duration
+        that was logged, then the algorithm's own `summarize`."""
+        out = {}
+        for c in self.compute:
+            secs = [float(obs[c.key]) for rank_obs in observed.values() for obs in rank_obs
+                    if obs.get(c.key) is not None]
+            if secs:
+                out[c.key] = statistics.fmean(secs)
+        return {**out, **self.summarize(observed)}
 
     def refusal(self, workers: int, servers: int = 0, topology=None) -> str | None:
         """Why it does not run with `workers` workers and `servers` dedicated servers on

@@ -180,4 +180,5 @@ ALGORITHM = Algorithm(
             "block size chosen per iteration for both directions, zero blocks skipped on a sharded PS",
     plan=plan, traffic=bs.traffic, execute=execute, validate=validate, phases=bs.phases, options=OPTIONS,
     uses_servers=True, reference=reference, data_dependent=True,
+    compute=bs.COMPUTE, summarize=bs.summarize,
 )

@@ -31,6 +31,5 @@ def plan(ctx) -> dict:
 ALGORITHM = Algorithm(
     name="fusion",
     summary="fixed-size fusion: ring all-reduce of bucket_mb buckets filled in backward order (DDP 25, Horovod 64)",
-    plan=plan, traffic=_layerwise.traffic, phases=_layerwise.phases, execute=_layerwise.execute, describe=_layerwise.describe, options=OPTIONS,
-    needs=_layerwise.NEEDS, rounds=_layerwise.rounds,
+    plan=plan, **_layerwise.CONTRACT, options=OPTIONS,
 )

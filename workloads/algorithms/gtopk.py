@@ -48,8 +48,8 @@ import time
 import torch
 
 from workloads.algorithms.base import Algorithm, Flow, Option, merge_flows
-from workloads.algorithms.topk import (DENSITY, PAIR_BYTES, check_elements, describe, k_of, reference_memory,
-                                       residual_of)
+from workloads.algorithms.topk import (DENSITY, MERGE, PAIR_BYTES, SPARSIFY, check_elements, describe, k_of,
+                                       reference_memory, residual_of)
 from workloads.gradients import as_flat
 from workloads.sparse import SparseSet, gtopk_broadcast_rounds, gtopk_rounds, merge_topk, reference_gtopk
 
@@ -224,5 +224,5 @@ ALGORITHM = Algorithm(
             "error feedback",
     plan=plan, traffic=traffic, execute=execute, validate=validate, phases=phases, options=OPTIONS,
     reference=reference, data_dependent=False,
-    describe=describe,
+    describe=describe, compute=(SPARSIFY, MERGE),
 )

@@ -58,6 +58,6 @@ def plan(ctx) -> dict:
 ALGORITHM = Algorithm(
     name="mgwfbp",
     summary="MG-WFBP: ring all-reduce of merged layer groups overlapping backprop (merge=greedy|optimal, a, b)",
-    plan=plan, traffic=_layerwise.traffic, phases=_layerwise.phases, execute=_layerwise.execute, describe=_layerwise.describe,
-    validate=validate, options=OPTIONS, needs=_layerwise.NEEDS, rounds=_layerwise.rounds,
+    plan=plan, **_layerwise.CONTRACT,
+    validate=validate, options=OPTIONS,
 )

@@ -19,6 +19,5 @@ def plan(ctx) -> dict:
 ALGORITHM = Algorithm(
     name="single",
     summary="SyncEASGD: one ring all-reduce of the whole gradient once backprop has finished",
-    plan=plan, traffic=_layerwise.traffic, phases=_layerwise.phases, execute=_layerwise.execute, describe=_layerwise.describe,
-    needs=_layerwise.NEEDS, rounds=_layerwise.rounds,
+    plan=plan, **_layerwise.CONTRACT,
 )

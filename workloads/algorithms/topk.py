@@ -38,7 +38,7 @@ from fractions import Fraction
 
 import torch
 
-from workloads.algorithms.base import Algorithm, Flow, Option, merge_flows, number
+from workloads.algorithms.base import Algorithm, Compute, Flow, Option, merge_flows, number
 from workloads.gradients import as_flat
 from workloads.sparse import INT32_MAX, Residual, SparseSet, reference_topk
 
@@ -99,6 +99,11 @@ def reference_memory(memory: dict, workers: int, elements: int) -> list[Residual
 # --- planner -------------------------------------------------------------------------------
 
 OPTIONS = {"density": DENSITY}
+# The compressor's CPU inside the sync, which the sparse executors log as durations
+# (`Algorithm.compute`): error feedback and selection, done first; merging sparse sets, the
+# residual's update and densifying, done last (topk, gtopk).
+SPARSIFY = Compute("sparsify_seconds", "sparsify", "start")
+MERGE = Compute("merge_seconds", "merge", "end")
 
 
 def validate(ctx) -> None:
@@ -184,5 +189,5 @@ ALGORITHM = Algorithm(
             "(Shi et al. 2019's baseline)",
     plan=plan, traffic=traffic, execute=execute, validate=validate, phases=phases, options=OPTIONS,
     reference=reference, data_dependent=False,
-    describe=describe,
+    describe=describe, compute=(SPARSIFY, MERGE),
 )

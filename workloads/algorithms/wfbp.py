@@ -23,6 +23,5 @@ def plan(ctx) -> dict:
 ALGORITHM = Algorithm(
     name="wfbp",
     summary="wait-free backprop: one ring all-reduce per parameter tensor, launched as soon as it is ready",
-    plan=plan, traffic=_layerwise.traffic, phases=_layerwise.phases, execute=_layerwise.execute, describe=_layerwise.describe,
-    needs=_layerwise.NEEDS, rounds=_layerwise.rounds,
+    plan=plan, **_layerwise.CONTRACT,
 )
