@@ -15,7 +15,7 @@ from scipy.optimize import linprog
 
 from emulation.expected import links_of
 from topologies.spec import build
-from workloads.planners import forest
+from workloads.planners import background, forest
 from workloads.algorithms import base
 from workloads.algorithms import forest as forest_algo
 
@@ -403,7 +403,7 @@ BG_WORKERS = ["h0_0_2", "h0_1_2", "h1_0_2", "h1_1_2"]  # one per edge switch of 
 def test_background_load_is_the_paced_rate_on_every_link_of_its_route():
     topo = build("fattree,k=4")
     flows = [{"src": "h0_0_3", "dst": "h1_0_3", "mbps": 18}, {"src": "h2_0_2", "dst": "h3_0_2", "mbps": None}]
-    load, notes = forest.background_load(topo, flows)
+    load, notes = background.background_load(topo, flows)
     route = [tx for tx, _ in topo.route("h0_0_3", topo.host_nics("h1_0_3")[0].ip)]
     assert sorted(load) == sorted(route) and len(route) == 6  # host, edge, agg, core, agg, edge
     assert all(math.isclose(v, 18e6 / 8) for v in load.values())

@@ -46,6 +46,7 @@ import time
 import torch
 
 from workloads.planners import forest as packing
+from workloads.planners.background import background_load
 from workloads.algorithms import base
 from workloads.algorithms.base import DTYPE_BYTES, Algorithm, Flow, Option, merge_flows, number, split
 from workloads.gradients import as_flat
@@ -106,7 +107,7 @@ def plan(ctx) -> dict:
     ov = overlay(ctx)
     load, load_notes = ({}, [])
     if ctx.topology is not None and ctx.background:
-        load, load_notes = packing.background_load(ctx.topology, ctx.background)
+        load, load_notes = background_load(ctx.topology, ctx.background)
     use_load = bool(load) and opts.get("capacity", "available") == "available"
 
     def packed(overlay_):

@@ -51,6 +51,7 @@ from scipy import sparse
 from scipy.optimize import linprog
 
 from common.units import DTYPE_BYTES
+from workloads.planners.background import left_over
 
 MAX_TREES = 8
 ITERATIONS = 200  # column-generation rounds at most (BCube(4,2): 84, Fat-Tree k=8 with 64: 69)
@@ -113,32 +114,6 @@ def overlay_from_topology(topo, hosts, nics: int | None = None) -> Overlay:
                 for tx in links:
                     capacity[tx] = topo.link_of(tx).bw * 1e6 / 8
     return Overlay(len(hosts), nics, capacity, routes, "topology")
-
-
-def background_load(topo, flows) -> tuple[dict, list]:
-    """({link id: bytes/s the background flows take}, notes): each flow's rate on every link of
-    its route (`Topology.route` to the destination's first NIC, as iperf3 targets it). The rate
-    is the one measured before the run (`measured_mbps`, the runner's probe) when there is one,
-    else the declared pacing (`mbps`); an unlimited flow that was not measured takes what TCP
-    leaves it, unknown: it is left out and named in the notes."""
-    load, notes = {}, []
-    for f in flows:
-        rate = f.get("measured_mbps") if f.get("measured_mbps") is not None else f.get("mbps")
-        if not rate:
-            notes.append(f"background flow {f['src']}->{f['dst']} is unlimited and was not measured: its rate is "
-                         "unknown, so the capacities it crosses stay as configured")
-            continue
-        for tx, _ in topo.route(f["src"], topo.host_nics(f["dst"])[0].ip):
-            load[tx] = load.get(tx, 0.0) + float(rate) * 1e6 / 8
-    return load, notes
-
-
-LOAD_FLOOR = 0.05  # a link the background fills keeps this share of its capacity: slow, not absent
-
-
-def left_over(capacity: float, load: float) -> float:
-    """What `load` (bytes/s) leaves of a directed link of `capacity`, never below LOAD_FLOOR of it."""
-    return max(capacity - load, LOAD_FLOOR * capacity)
 
 
 def less_load(ov: Overlay, load: dict) -> Overlay:
@@ -532,7 +507,7 @@ def tree_loads(ov: Overlay, trees, rates) -> dict:
 # --- the cut bound ------------------------------------------------------------------------------
 def physical_graph(topo, load: dict | None = None) -> nx.DiGraph:
     """Nodes of a Topology and its links as two directed edges with `capacity` in bytes/s;
-    with `load` ({transmitting interface: bytes/s}, `background_load`), what is left of each
+    with `load` ({transmitting interface: bytes/s}, `background.background_load`), what is left of each
     direction after it (`left_over`, as `less_load`)."""
     load = load or {}
     g = nx.DiGraph()
