@@ -364,14 +364,14 @@ def cmd_scaling(args) -> int:
 
 
 def cmd_predict(args) -> int:
-    """MG-WFBP's alpha-beta predictions for experiment files' real settings (emulation/simulator/predict.py)."""
+    """MG-WFBP's alpha-beta predictions for experiment files' real settings (emulation/papers/mgwfbp_predict.py)."""
     files = [a for a in args.files if a.endswith((".yaml", ".yml"))]
     names = [a for a in args.files if not a.endswith((".yaml", ".yml"))]
     if not files or args.files[:len(files)] != files:
         print("syncbed: predict takes EXPERIMENT.yaml... [MODEL ...] (the files first), e.g. "
               "experiments/mgwfbp_fattree16.yaml vgg16", file=sys.stderr)
         return 2
-    from emulation.simulator.predict import predict, table
+    from emulation.papers.mgwfbp_predict import predict, table
 
     try:
         results = [(path, *predict(path, names)) for path in files]

@@ -228,11 +228,11 @@ def test_plan_groups_bad_input_fails_in_one_line(args, message):
 
 
 def test_predictions_of_the_real_setting_for_the_matrix_cells_not_measured():
-    """syncbed predict (emulation/simulator/predict.py; docs/papers/mgwfbp.md section 3) plans the file's real setting:
+    """syncbed predict (emulation/papers/mgwfbp_predict.py; docs/papers/mgwfbp.md section 3) plans the file's real setting:
     MG-WFBP never predicted slower than a baseline, and DenseNet-201's 604 start-ups at the
     16-worker a (0.908 ms) make WFBP start-up-bound (about 1.68x), GoogLeNet's hide (about 1.02x)."""
     experiments = Path(__file__).resolve().parents[2] / "experiments"
-    from emulation.simulator.predict import predict
+    from emulation.papers.mgwfbp_predict import predict
     setting, rows = predict(experiments / "mgwfbp_fattree16.yaml", ["googlenet", "densenet201"])
     assert (setting["workers"], setting["alpha"], setting["beta"]) == (16, 0.908e-3, 7.40e-10)
     by = {r["model"]: r for r in rows}

@@ -1,5 +1,8 @@
 """The alpha-beta model's iteration times for an MG-WFBP experiment file's real setting (no emulation).
 
+A paper's own tool, so it sits with the paper (emulation/papers/mgwfbp.py holds its claims):
+it names the algorithms of the MG-WFBP comparison, which the emulation core never does.
+
     syncbed predict experiments/mgwfbp_fattree16.yaml [MODEL ...]
 
 For each model (default: the file's list) it plans wfbp, single, fusion 25/64 MiB and mgwfbp
