@@ -39,7 +39,7 @@ from workloads.algorithms import base
 class RunConfig:
     name: str = "experiment"
     topologies: object = field(default_factory=lambda: ["fattree,k=4", "bcube,n=4,k=2"])
-    algorithms: list = field(default_factory=lambda: ["gloo", "ring", "ps"])
+    algorithms: list = field(default_factory=lambda: list(base.DEFAULT_ALGORITHMS))
     workers: int | None = None  # None: every host of the topology (syncbed train: a count or a list of counts)
     servers: int = 0  # dedicated PS hosts (ps only)
     placement: str = "ordered"  # ranks on hosts: in host order, or spread over pods/edges
@@ -111,8 +111,9 @@ class RunConfig:
 
 # `syncbed train` (emulation/trainer.py): the values a training file leaves out (warmup 0: every
 # iteration trains and is logged; a short check, a sparse held-out curve)
-TRAIN_DEFAULTS = {"model": "resnet20", "workers": [4], "algorithms": ["ring"], "iters": 100, "warmup": 0,
-                  "batch": 8, "check_iters": 3, "eval_every": 10, "timeout": 900.0, "train": True}
+TRAIN_DEFAULTS = {"model": "resnet20", "workers": [4], "algorithms": list(base.DEFAULT_TRAIN_ALGORITHMS),
+                  "iters": 100, "warmup": 0, "batch": 8, "check_iters": 3, "eval_every": 10, "timeout": 900.0,
+                  "train": True}
 
 
 def load(path: str | Path | None = None, defaults: dict | None = None, **overrides) -> RunConfig:
@@ -419,11 +420,10 @@ def _check_ddp(cfg: RunConfig) -> None:
         raise ValueError(f"bucket_mb={b!r} is invalid: must be a number of MiB > 0 (DDP's bucket_cap_mb)")
     for _, algos in cfg.matrix():
         for name, _ in algos:
-            why = ddp_hooks.not_a_hook(name) or ("gloo under DDP is DDP's own all-reduce: its bytes are Gloo's, "
-                                                 "not counted by a hook" if name == "gloo" else None)
+            why = ddp_hooks.not_a_run_hook(name)
             if why:
                 raise ValueError(f"ddp: {name} cannot be a DDP hook: {why}; hooks: "
-                                 f"{', '.join(h for h in ddp_hooks.hooks() if h != 'gloo')}")
+                                 f"{', '.join(ddp_hooks.run_hooks())}")
 
 
 def _check_numbers(cfg: RunConfig) -> None:

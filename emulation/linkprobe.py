@@ -51,7 +51,7 @@ def measure(net, topo, hosts: list, out_dir: Path, state, max_bytes: int, timeou
            "probe": {"sizes_bytes": sizes, "reps": REPS}}
     path = out_dir / "job.json"
     path.write_text(json.dumps(job, indent=1))
-    log(f"  link probe: ring all-reduce of {', '.join(f'{s >> 10} KiB' for s in sizes)} x {REPS} "
+    log(f"  link probe: all-reduce of {', '.join(f'{s >> 10} KiB' for s in sizes)} x {REPS} "
         f"on {len(hosts)} workers")
     t0 = time.time()
     workers = Workers(net, SimpleNamespace(hosts=hosts, topology=topo), path, out_dir, state, log=log, pool=pool)

@@ -99,6 +99,21 @@ def hooks() -> list[str]:
     return sorted(name for name in base.registry() if not_a_hook(name) is None)
 
 
+# Hooks that DDP takes but a syncbed DDP run (`ddp: true`, whose bytes the analysis checks
+# against the hook's closed form) refuses, and why.
+NOT_RUN_HOOKS = {"gloo": "gloo under DDP is DDP's own all-reduce: its bytes are Gloo's, not counted by a hook"}
+
+
+def not_a_run_hook(name: str) -> str | None:
+    """Why algorithm `name` cannot be the hook of a syncbed DDP run, or None when it can."""
+    return not_a_hook(name) or NOT_RUN_HOOKS.get(name)
+
+
+def run_hooks() -> list[str]:
+    """The hooks a syncbed DDP run takes, sorted."""
+    return [name for name in hooks() if name not in NOT_RUN_HOOKS]
+
+
 class HookState:
     """The state DDP hands back to the hook on every call (PyTorch's `PowerSGDState` in spirit).
 

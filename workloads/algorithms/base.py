@@ -341,6 +341,11 @@ def check_context(algo: Algorithm, ctx: PlanContext) -> PlanContext:
 
 
 _REGISTRY: dict[str, Algorithm] = {}
+# What `syncbed run` compares when an experiment file names no algorithm, and what `syncbed
+# train` trains with when a training file names none: named here, beside the registry, so
+# that the emulation names no algorithm (emulation/config.py reads them).
+DEFAULT_ALGORITHMS = ("gloo", "ring", "ps")
+DEFAULT_TRAIN_ALGORITHMS = ("ring",)
 
 
 def registry() -> dict[str, Algorithm]:
