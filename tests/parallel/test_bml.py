@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from workloads.algorithms import base, bml
+from workloads.planners import bml as schedule
 from workloads.comm import Comm
 from workloads.gradients import GradientStream
 from tests.parallel.spawn import run_worker_processes, spawn_ranks, written_bytes
@@ -80,7 +81,7 @@ def _spawn(tmp_path, n, k):
 def _stage_bytes(plan, rank):
     """(tree, stage) -> payload bytes `rank` sends in it, from the plan."""
     out = defaultdict(int)
-    for p, g, _, _, src, _, start, end in bml.messages(plan):
+    for p, g, _, _, src, _, start, end in schedule.messages(plan):
         if src == rank:
             out[(p, g)] += base.DTYPE_BYTES * (end - start)
     return out

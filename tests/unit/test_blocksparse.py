@@ -1,4 +1,5 @@
-"""`omnireduce`, `dfs`, `topk_ps` and `workloads/blocks.py` as pure functions: no process runs.
+"""`omnireduce`, `dfs`, `topk_ps`, the codec `workloads/blocks.py` and DFS's block-size planner
+(`workloads/planners/blocks.py`) as pure functions: no process runs.
 
 Block formation and the shard layout, the wire format round trip, union accounting of one
 simulated sync against counts made directly from the masks, DFS's block-size choice against
@@ -13,6 +14,7 @@ import pytest
 import torch
 
 from workloads import blocks, sparse
+from workloads.planners import blocks as block_sizes
 from workloads.algorithms import _blocksparse as bs
 from workloads.algorithms import base, dfs
 from workloads.gradients import SyntheticGradients
@@ -197,17 +199,17 @@ def test_union_estimate_is_exact_where_measured_and_within_the_bounds():
     counts = [[3, 5, 2], [6, 9, 4], [12, 20, 7]]  # 3 candidates, 3 workers
     nblocks = [40, 20, 25]
     for exact in (9, 12, 15):
-        est = blocks.union_estimate(counts, nblocks, 1, exact)
+        est = block_sizes.union_estimate(counts, nblocks, 1, exact)
         assert est[1] == exact
         for c, n, e in zip(counts, nblocks, est):
             assert max(c) <= e <= min(sum(c), n)
     # identical masks (union = max): full overlap is assumed for every other candidate too
-    assert blocks.union_estimate(counts, nblocks, 1, 9) == [5, 9, 20]
+    assert block_sizes.union_estimate(counts, nblocks, 1, 9) == [5, 9, 20]
     # a union as large as independent choices would give: theta = 1, the independent estimate
     indep = [n * (1 - math.prod(1 - x / n for x in c)) for c, n in zip(counts, nblocks)]
-    est = blocks.union_estimate(counts, nblocks, 0, round(indep[0]))
+    est = block_sizes.union_estimate(counts, nblocks, 0, round(indep[0]))
     assert abs(est[2] - min(25, indep[2])) <= 1 and est[0] == round(indep[0])
-    assert blocks.union_estimate([[0, 0]], [0], 0, 0) == [0]  # an empty shard
+    assert block_sizes.union_estimate([[0, 0]], [0], 0, 0) == [0]  # an empty shard
 
 
 def brute_force(candidates, pushed, union, receivers):
@@ -230,14 +232,14 @@ def test_block_choice_minimizes_the_modelled_bytes_over_the_candidates(seed):
     pushed = torch.randint(0, 30, (shards, len(cands)), generator=g).tolist()
     union = torch.randint(0, 12, (shards, len(cands)), generator=g).tolist()
     receivers = torch.randint(1, 5, (shards,), generator=g).tolist()
-    assert blocks.choose_block(cands, pushed, union, receivers) == brute_force(cands, pushed, union, receivers)
+    assert block_sizes.choose_block(cands, pushed, union, receivers) == brute_force(cands, pushed, union, receivers)
 
 
 def test_ties_go_to_the_smaller_block_and_the_first_block_is_nearest_256():
-    assert blocks.choose_block([16, 64], [[0, 0]], [[0, 0]], [3]) == (16, [0, 0])
-    assert blocks.first_block([16, 32, 64, 128, 256, 512, 1024]) == 256
-    assert blocks.first_block([128, 384]) == 128 and blocks.first_block([100, 1000]) == 100
-    assert blocks.first_block([300]) == 300
+    assert block_sizes.choose_block([16, 64], [[0, 0]], [[0, 0]], [3]) == (16, [0, 0])
+    assert block_sizes.first_block([16, 32, 64, 128, 256, 512, 1024]) == 256
+    assert block_sizes.first_block([128, 384]) == 128 and block_sizes.first_block([100, 1000]) == 100
+    assert block_sizes.first_block([300]) == 300
 
 
 @pytest.mark.parametrize("workers, servers", [(1, 0), (3, 0), (4, 0), (2, 1), (3, 2)])
@@ -268,7 +270,7 @@ def test_dfs_picks_the_argmin_of_the_model_built_from_the_masks(workers, servers
             f, e = blocks.shard_blocks(d, block, len(owners))[s]
             exact = int(sparse.blocks_union([m[f:e] for m in masks[block]]).sum())
             pushed.append(row_p)
-            union.append(blocks.union_estimate(counts, nblocks, cands.index(block), exact))
+            union.append(block_sizes.union_estimate(counts, nblocks, cands.index(block), exact))
             receivers.append(workers - (owner < workers))
         want, costs = brute_force(cands, pushed, union, receivers)
         result = dfs.reference(p, xs, memory)

@@ -1,8 +1,9 @@
-"""BML planner as a pure function (docs/DESIGN.md, "BML schedule"): simulated in numpy it gives
-exactly the all-reduce at every server; every stage puts exactly one tree on each NIC; bytes
-per NIC per stage are the closed forms; sends stay between one-hop neighbours on the stage's
-level; the per-switch groups are the topology's switches; bad input fails in one line. The
-executor is also run here against in-process fake process groups (threads, no sockets)."""
+"""BML's planner (workloads/planners/bml.py; docs/DESIGN.md, "BML schedule") as pure functions:
+simulated in numpy it gives exactly the all-reduce at every server; every stage puts exactly
+one tree on each NIC; bytes per NIC per stage are the closed forms; sends stay between one-hop
+neighbours on the stage's level; the per-switch groups are the topology's switches; bad input
+fails in one line. The executor is also run here against in-process fake process groups
+(threads, no sockets)."""
 import json
 import threading
 from collections import defaultdict
@@ -14,6 +15,7 @@ import torch
 from topologies import spec
 from topologies.bcube import server_name
 from workloads.algorithms import base, bml
+from workloads.planners import bml as schedule
 
 pytestmark = pytest.mark.unit
 
@@ -45,7 +47,7 @@ def simulate(plan, data):
     receiver's range, a broadcast message overwrites it. Trees touch disjoint ranges."""
     bufs = data.copy()
     by_stage = defaultdict(list)
-    for msg in bml.messages(plan):
+    for msg in schedule.messages(plan):
         by_stage[(msg[0], msg[1])].append(msg)
     stages = sorted(by_stage, key=lambda key: (key[1], key[0]))
     for key in stages:
@@ -84,7 +86,7 @@ def test_aggregation_alone_is_a_reduce_scatter_of_one_block_per_tree(n, k):
     owned = np.zeros(e, dtype=int)
     for i in range(n**k):
         for p in range(k):
-            _, _, recvs = bml.rank_stage(plan, p, k - 1, i)  # last aggregation: own block
+            _, _, recvs = schedule.rank_stage(plan, p, k - 1, i)  # last aggregation: own block
             start, end = recvs[0][1:]
             assert (out[i, start:end] == total[start:end]).all()
             owned[start:end] += 1
@@ -98,7 +100,7 @@ def test_every_stage_puts_exactly_one_tree_on_each_nic(n, k):
         levels = [t["stages"][g]["level"] for t in plan["trees"]]
         assert sorted(levels) == list(range(k))
     trees = defaultdict(set)
-    for p, g, _, level, src, dst, _, _ in bml.messages(plan):
+    for p, g, _, level, src, dst, _, _ in schedule.messages(plan):
         trees[(g, src, level)].add(p)
         trees[(g, dst, level)].add(p)  # the receiving side of the NIC too
     assert set(trees) == {(g, i, l) for g in range(2 * k) for i in range(n**k) for l in range(k)}
@@ -122,7 +124,7 @@ def test_bytes_per_nic_per_stage_equal_the_closed_forms(n, k):
     m = B * e
     _, plan = make(n, k, e)
     sent = defaultdict(int)
-    for _, g, _, level, src, _, start, end in bml.messages(plan):
+    for _, g, _, level, src, _, start, end in schedule.messages(plan):
         sent[(g, src, level)] += B * (end - start)
     for g in range(2 * k):
         s = g if g < k else g - k
@@ -148,7 +150,7 @@ def test_traffic_totals_per_nic(n, k):
         assert sum(f.bytes for f in flows) == 2 * (N - 1) * m
         # Per NIC: the plan's true counts, from the messages themselves.
         counted = defaultdict(int)
-        for *_, level, src, _, start, end in bml.messages(plan):
+        for *_, level, src, _, start, end in schedule.messages(plan):
             counted[(src, level)] += B * (end - start)
         assert dict(tx) == {key: v for key, v in counted.items() if v}
         if e % (k * N) == 0:
@@ -164,7 +166,7 @@ def test_traffic_totals_per_nic(n, k):
 def test_sends_only_to_one_hop_neighbours_on_the_stage_level(n, k):
     _, plan = make(n, k, 12345)
     count = 0
-    for p, g, _, level, src, dst, start, end in bml.messages(plan):
+    for p, g, _, level, src, dst, start, end in schedule.messages(plan):
         assert level == plan["trees"][p]["stages"][g]["level"]
         assert digits_differ(src, dst, n, k) == [level]
         assert plan["trees"][p]["part"][0] <= start <= end <= plan["trees"][p]["part"][1]
@@ -180,7 +182,7 @@ def test_a_stage_never_sends_what_it_receives_into(n, k):
     for p in range(k):
         for g in range(2 * k):
             for i in range(n**k):
-                _, sends, recvs = bml.rank_stage(plan, p, g, i)
+                _, sends, recvs = schedule.rank_stage(plan, p, g, i)
                 for _, s0, s1 in sends:
                     for _, r0, r1 in recvs:
                         assert s1 <= r0 or r1 <= s0 or s0 == s1 or r0 == r1

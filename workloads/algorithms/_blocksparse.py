@@ -2,8 +2,9 @@
 
 Each of the three modules decides what a worker sends in one sync (a `Contribution`: the
 sparsified gradient, its mask of non-zero blocks, the entries counted) and what its
-messages piggyback (`Rules`); this module moves it. The pure half (shard layout, wire
-format, DFS's block-size model) is `workloads/blocks.py`.
+messages piggyback (`Rules`); this module moves it. The pure half is the codec (shard layout,
+wire format: `workloads/blocks.py`) and, for DFS, the block-size planner
+(`workloads/planners/blocks.py`).
 
 One sync at block size b, W workers, owners as `ps` places them (co-located: worker i owns
 shard i; dedicated: ranks W..W+S-1), shards of whole blocks (`blocks.shard_blocks`):

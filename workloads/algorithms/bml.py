@@ -1,36 +1,14 @@
 """`bml`: BML gradient synchronization on BCube(n, k) (Wang et al., NeurIPS 2018).
 
-BCube(n, k) in BML's notation (topologies/bcube.py): N = n^k servers, k levels, NIC l of
-every server on a level-l switch shared with the n-1 servers that differ only in digit l
-(digit l of server i is (i // n^l) % n). Rank r is server r. BML only talks to one-hop
-neighbours, so every message stays under one switch.
-
-Schedule (docs/DESIGN.md, "BML schedule"), elements E = M / 4:
-1. Split the gradient into k contiguous parts, one per sync tree p (`base.split`), and each
-   part into N blocks (`base.split` again, so sizes may be uneven by one element).
-2. Tree p walks the levels in the order L_0..L_{k-1}, L_t = (p + t) mod k. Server i's block
-   index in tree p is its digits read in that order (digit L_0 most significant):
-   b(i) = sum_t a_{L_t}(i) * n^(k-1-t). Before aggregation stage s, server i holds the run of
-   N/n^s blocks whose index starts with its own digits a_{L_0}..a_{L_{s-1}}.
-3. Aggregation stage s = 0..k-1 on level L_s: that run is cut into n sub-runs of N/n^(s+1)
-   blocks, sub-run d belonging to the neighbour whose digit L_s is d. Server i sends sub-run
-   d to that neighbour and receives its own sub-run from each of the n-1 neighbours, adding
-   them in (in digit order). After k stages it owns block b(i) of tree p, fully reduced:
-   a reduce-scatter by digit.
-4. Broadcast stage s = 0..k-1 on level L_{k-1-s} (the aggregation levels in reverse): every
-   server sends its reduced run of n^s blocks to its n-1 neighbours on that level and
-   receives theirs into place, so the run grows n-fold per stage, to the whole part.
-In every stage each NIC carries exactly one tree: tree p's stage uses level (p + s) mod k
-(aggregation) or (p + k-1-s) mod k (broadcast), a permutation of the levels over p.
-Bytes one server sends on one NIC (docs/DESIGN.md closed forms, exact when k*N divides E):
-(n-1)M/(k n^(s+1)) in aggregation stage s, (n-1) n^s M/(k N) in broadcast stage s,
-2(N-1)M/(kN) per NIC in all.
-
-The plan is compact: per tree its part, level order and stages (level, blocks per message);
-`messages(plan)` expands the rule into explicit (src, dst, start, end) sends, and is what
-`traffic`, the executor (`rank_stage`) and the unit tests' simulator all read.
-Stages are numbered 0..2k-1 per tree in events and plans: aggregation stage s is stage s,
-broadcast stage s is stage k + s (the field `step` carries the per-phase s).
+BCube(n, k): N = n^k servers, k levels, NIC l of every server on a level-l switch (rank r is
+server r). k sync trees each reduce-scatter then all-gather one k-th of the gradient in k
+aggregation and k broadcast stages, every message between one-hop neighbours under one switch,
+every NIC carrying one tree per stage. The schedule itself, its steps numbered, its closed
+forms and the plan's compact form, is the planner's: workloads/planners/bml.py (`trees`,
+`rank_stage`, `messages`, `switches`). This module is the contract's glue around it: the
+BCube shape from the topology or options (`shape`, `validate`), `plan` (the planner's trees in
+a JSON plan), `phases`/`traffic` (its messages as flows, stage by stage), `groups` (one Gloo
+group per BCube switch) and the executor.
 
 Executor: one thread per tree, so the k trees run at once, each on the Gloo group of its
 stage's switch (`groups(plan)`: one group per BCube switch, bound to that level's NIC). A
@@ -41,26 +19,19 @@ from __future__ import annotations
 
 import threading
 import time
-from functools import lru_cache
 
 import torch
 
-from topologies.bcube import digit, digits, neighbour, switch_name
+from topologies.bcube import digit
 from workloads.algorithms.base import (DTYPE_BYTES, Algorithm, Counts, Flow, GroupSpec, Option, check_options,
-                                      merge_flows, split)
+                                      merge_flows)
 from workloads.gradients import as_flat
+from workloads.planners.bml import AGGREGATE, RULE, messages, rank_stage, switch_id, switches, trees
 
 OPTIONS = ("n", "k")  # BCube shape for localhost runs without a topology
-AGGREGATE, BROADCAST = "aggregate", "broadcast"
 
 
-# --- BCube arithmetic: the topology's own (topologies/bcube.py), one copy ---------------
-def switch_id(i: int, level: int, n: int, k: int) -> str:
-    """Group id of the level-`level` switch of server i: the switch's name in the topology."""
-    return "bml-" + switch_name(level, digits(i, n, k), k)
-
-
-# --- planner -----------------------------------------------------------------------------
+# --- options and plan --------------------------------------------------------------------
 def _as_int(value, what: str) -> int:
     try:
         if isinstance(value, bool) or int(value) != value:
@@ -117,76 +88,11 @@ def plan(ctx) -> dict:
     validate(ctx)
     n, k = shape(ctx)
     N = n**k
-    trees = []
-    for p, part in enumerate(split(ctx.elements, k)):
-        order = [(p + t) % k for t in range(k)]
-        stages = [{"stage": s, "phase": AGGREGATE, "step": s, "level": order[s], "run": N // n ** (s + 1)}
-                  for s in range(k)]
-        stages += [{"stage": k + s, "phase": BROADCAST, "step": s, "level": order[k - 1 - s], "run": n**s}
-                   for s in range(k)]
-        trees.append({"tree": p, "part": list(part), "order": order, "stages": stages})
-    return {
-        "algorithm": "bml", "n": n, "k": k, "workers": N, "world": N, "elements": ctx.elements,
-        "blocks": N,
-        "rule": ("tree p: part p of split(elements, k), cut into split(part, N) blocks; server i owns "
-                 "block sum_t digit(i, order[t]) * n^(k-1-t); aggregate stage s on level order[s]: "
-                 "send the run of `run` blocks of the neighbour's digit within the own run of n*run "
-                 "blocks, receive own sub-run from n-1 neighbours and add; broadcast stage s on level "
-                 "order[k-1-s]: send the own reduced run of `run` blocks to the n-1 neighbours"),
-        "trees": trees,
-    }
+    return {"algorithm": "bml", "n": n, "k": k, "workers": N, "world": N, "elements": ctx.elements,
+            "blocks": N, "rule": RULE, "trees": trees(n, k, ctx.elements)}
 
 
-@lru_cache(maxsize=64)
-def _bounds(start: int, end: int, blocks: int) -> tuple[int, ...]:
-    """Element offsets of the block boundaries of one part (blocks + 1 of them)."""
-    cuts = split(end - start, blocks)
-    return tuple(start + a for a, _ in cuts) + (end,)
-
-
-def _run(plan: dict, tree: dict, first: int, count: int) -> tuple[int, int]:
-    b = _bounds(tree["part"][0], tree["part"][1], plan["blocks"])
-    return b[first], b[first + count]
-
-
-def _offset(i: int, order, upto: int, n: int, N: int) -> int:
-    """First block of server i's run after its digits order[0..upto-1] fixed it."""
-    off, width = 0, N
-    for t in range(upto):
-        width //= n
-        off += digit(i, order[t], n) * width
-    return off
-
-
-def rank_stage(plan: dict, p: int, g: int, rank: int):
-    """What `rank` does in stage g of tree p: (stage dict, sends [(dst, start, end)],
-    receives [(src, start, end)]), peers in digit order, element ranges in `flat`."""
-    n, k, N = plan["n"], plan["k"], plan["blocks"]
-    tree = plan["trees"][p]
-    st, order = tree["stages"][g], tree["order"]
-    level, run, mine = st["level"], st["run"], digit(rank, st["level"], n)
-    peers = [(d, neighbour(rank, level, d, n)) for d in range(n) if d != mine]
-    if st["phase"] == AGGREGATE:
-        base_off = _offset(rank, order, st["step"], n, N)
-        own = _run(plan, tree, base_off + mine * run, run)
-        sends = [(j, *_run(plan, tree, base_off + d * run, run)) for d, j in peers]
-        recvs = [(j, *own) for _, j in peers]
-    else:
-        m = k - 1 - st["step"]  # the run was fixed by digits order[0..m]
-        sends = [(j, *_run(plan, tree, _offset(rank, order, m + 1, n, N), run)) for _, j in peers]
-        recvs = [(j, *_run(plan, tree, _offset(j, order, m + 1, n, N), run)) for _, j in peers]
-    return st, sends, recvs
-
-
-def messages(plan: dict):
-    """Every message of one sync: (tree, stage, phase, level, src, dst, start, end), stage by stage."""
-    for p, tree in enumerate(plan["trees"]):
-        for g, st in enumerate(tree["stages"]):
-            for src in range(plan["workers"]):
-                for dst, start, end in rank_stage(plan, p, g, src)[1]:
-                    yield p, g, st["phase"], st["level"], src, dst, start, end
-
-
+# --- traffic and groups, from the planner's messages and switches ----------------------------
 def phases(plan: dict) -> list[list[Flow]]:
     """Stage g of every tree at once (the trees run in parallel on different NICs), g = 0..2k-1."""
     stages: dict[int, list] = {}
@@ -202,14 +108,7 @@ def traffic(plan: dict) -> list[Flow]:
 
 def groups(plan: dict) -> list[GroupSpec]:
     """One group per BCube switch: its n servers in digit order (group rank = digit), on NIC l."""
-    n, k, N = plan["n"], plan["k"], plan["workers"]
-    out = []
-    for level in range(k):
-        for i in range(N):
-            if digit(i, level, n) == 0:
-                out.append(GroupSpec(switch_id(i, level, n, k),
-                                     tuple(neighbour(i, level, d, n) for d in range(n)), level))
-    return out
+    return [GroupSpec(gid, ranks, level) for gid, ranks, level in switches(plan["n"], plan["k"])]
 
 
 # --- executor ----------------------------------------------------------------------------

@@ -10,8 +10,9 @@ below is our reconstruction; docs/dfs.md says which is which and why.
 
 W workers, d elements, k = ceil(density x d) (`topk.k_of`), candidate block sizes B (option
 `blocks`, default 16:32:...:1024), owners placed as `ps` does (co-located or dedicated). At
-iteration t every rank uses the same block size b_t (b_0 = `blocks.first_block(B)`, the
-candidate nearest OmniReduce's 256):
+iteration t every rank uses the same block size b_t (b_0 = `first_block(B)`, the
+candidate nearest OmniReduce's 256; `first_block`, `union_estimate` and `choose_block` are the
+block-size planner, workloads/planners/blocks.py):
 1. acc = gradient + residual (`sparse.Residual` in `state.memory`; error feedback).
 2. For every candidate b in B: `sparse.block_topk` at b (energies from one pass,
    `sparse.block_energies`), the blocks of largest L2
@@ -23,11 +24,11 @@ candidate nearest OmniReduce's 256):
 4. The owner sums in rank order, takes the union of the pushed blocks and pulls it back to
    every worker with meta words [pushed_s(b) for b in B] + [U_s(b) for b in B]:
    pushed_s(b) = sum of c_w,s(b) over the workers other than the owner (the blocks that
-   would cross the network), U_s(b) = `blocks.union_estimate` (exact at b_t, the union it
+   would cross the network), U_s(b) = `union_estimate` (exact at b_t, the union it
    just formed; between full overlap and no overlap elsewhere, calibrated by how the
    union at b_t compares with independent choices).
 5. Every worker now holds the same statistics of every shard and picks
-   b_{t+1} = `blocks.choose_block`: the candidate of least modelled bytes,
+   b_{t+1} = `choose_block`: the candidate of least modelled bytes,
    (4b + 4) x sum_s (pushed_s(b) + receivers_s x U_s(b)), ties to the smaller block. No
    extra message and no extra round: the statistics ride on the sync's own messages
    (4 (1 + |B|) bytes per push, 8 |B| per pull), one iteration late.
@@ -44,6 +45,7 @@ from __future__ import annotations
 import time
 
 from workloads import blocks
+from workloads.planners.blocks import choose_block, first_block, union_estimate
 from workloads.algorithms import _blocksparse as bs
 from workloads.algorithms.base import Algorithm, Option, number
 from workloads.algorithms.topk import DENSITY, reference_memory, residual_of
@@ -88,7 +90,7 @@ def validate(ctx) -> None:
 def plan(ctx) -> dict:
     cands = list(_candidates(ctx.options["blocks"]))
     p = bs.plan_common("dfs", ctx, dense_blocks=cands, meta_words=(1 + len(cands), 2 * len(cands)))
-    return {**p, "blocks": cands, "first_block": blocks.first_block(cands)}
+    return {**p, "blocks": cands, "first_block": first_block(cands)}
 
 
 # --- the pieces executor and reference share -------------------------------------------------
@@ -101,7 +103,7 @@ def rules(plan: dict) -> bs.Rules:
         counts = [[m[1 + j] for m in metas] for j in range(len(cands))]
         nblocks = [end - first for first, end in (blocks.shard_blocks(d, b, parts)[shard] for b in cands)]
         pushed = [sum(c for w, c in enumerate(row) if w != owner) for row in counts]
-        return pushed + blocks.union_estimate(counts, nblocks, cands.index(block), union)
+        return pushed + union_estimate(counts, nblocks, cands.index(block), union)
 
     return bs.Rules(block=None, up_words=1 + len(cands), down_words=2 * len(cands), down_meta=down_meta)
 
@@ -126,8 +128,8 @@ def decide(plan: dict, down_meta: dict) -> tuple[int, list]:
     c, n = len(plan["blocks"]), plan["workers"]
     shards = range(len(plan["owners"]))
     receivers = [n - (1 if owner < n else 0) for owner in plan["owners"]]
-    return blocks.choose_block(plan["blocks"], [down_meta[s][:c] for s in shards],
-                               [down_meta[s][c:] for s in shards], receivers)
+    return choose_block(plan["blocks"], [down_meta[s][:c] for s in shards],
+                        [down_meta[s][c:] for s in shards], receivers)
 
 
 def _remember(memory: dict, plan: dict, used: int, chosen: int) -> None:
