@@ -237,3 +237,17 @@ def test_compress_seconds_sums_the_durations_the_algorithm_declares():
     assert compress_seconds({"algorithm": "ring", "sparsify_seconds": 0.1}) is None
     assert compress_seconds({"algorithm": "nonesuch", "sparsify_seconds": 0.1}) is None
     assert compress_seconds({"algorithm": "topk"}) is None and compress_seconds(None) is None
+
+
+# ---- where planners go (workloads/planners/__init__.py) -----------------------------------
+def test_planners_import_no_algorithm_module_and_nothing_of_the_emulation():
+    allowed = {"workloads.algorithms.base"}  # the contract's pure helpers (split)
+    for path in sorted((ROOT / "workloads" / "planners").glob("*.py")):
+        tree = ast.parse(path.read_text())
+        modules = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module} | \
+                  {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        bad = {m for m in modules if m.startswith("emulation") or
+               (m.startswith("workloads.algorithms") and m not in allowed)}
+        assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
+    for name in ("forest", "merge", "bml", "blocks", "background"):
+        assert (ROOT / "workloads" / "planners" / f"{name}.py").exists()
