@@ -40,7 +40,7 @@ from emulation.expected import bound_seconds, expected_nic_bytes, expected_port_
 from emulation.linkprobe import MIN_R2
 from topologies.description import Topology
 from workloads.algorithms import base
-from workloads.eventlog import iteration_times, read_logs
+from workloads.eventlog import iteration_times, read_logs, training_curve
 
 PAYLOAD_TOLERANCE = 0.03  # issue #2: measured within 3% of expected
 USED_FRACTION = 0.01  # a switch "carried gradient traffic" above 1% of the gradient bytes
@@ -96,7 +96,6 @@ def sync_times(log_dir: Path, workers: int, logs: dict | None = None) -> dict:
     errors, correct, done = [], True, 0
     digests: dict[int, set] = {}
     stages = 0
-    training: list = []
     for rank, events in logs.items():
         for ev in events:
             kind = ev.get("event")
@@ -118,8 +117,7 @@ def sync_times(log_dir: Path, workers: int, logs: dict | None = None) -> dict:
                 done += 1
             elif kind == "stage":
                 stages += 1
-            elif kind == "train":
-                training.append((ev["iter"], ev["loss"], ev["accuracy"], ev.get("t")))
+    training = training_curve(logs)
     measured = iteration_times(logs)  # per measured iteration, over every rank (eventlog.py)
     sync = [t.sync for t in measured]
     iteration = [t.iteration for t in measured]
@@ -137,10 +135,10 @@ def sync_times(log_dir: Path, workers: int, logs: dict | None = None) -> dict:
             "complete_syncs": len(complete), "complete_until": t_done[complete[-1]] if complete else None,
             "correct": correct and bool(sync),
             "errors": errors, "ranks_done": done, "stage_events": stages,
-            "training": {"iter": [t[0] for t in sorted(training)], "loss": [t[1] for t in sorted(training)],
-                         "accuracy": [t[2] for t in sorted(training)],
+            "training": {"iter": [t[0] for t in training], "loss": [t[1] for t in training],
+                         "accuracy": [t[2] for t in training],
                          # since the first iteration began (warmup included): compute, sync and checks
-                         "seconds": [None if t[3] is None else float(t[3]) - t_first for t in sorted(training)]}
+                         "seconds": [None if t[3] is None else float(t[3]) - t_first for t in training]}
             if training else None,
             "complete_iters": sum(len(v) >= workers for v in worker_ranks.values())}
 

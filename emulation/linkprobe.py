@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
+from workloads.eventlog import read_events
+from workloads.job import Job, JobModel, Probe
 from workloads.linkmodel import LinkModel, fit_alpha_beta
 
 MIN_R2 = 0.9
@@ -44,13 +46,12 @@ def measure(net, topo, hosts: list, out_dir: Path, state, max_bytes: int, timeou
 
     out_dir.mkdir(parents=True, exist_ok=True)
     sizes = probe_sizes(max_bytes)
-    job = {"algorithm": "probe", "plan": {}, "groups": [], "workers": len(hosts), "servers": 0,
-           "world": len(hosts), "model": {"spec": "probe", "layers": [["probe", 1, 0.0]]}, "iters": 0,
-           "warmup": 0, "seed": 0, "store": str(out_dir / "store"), "log_dir": str(out_dir / "workers"),
-           "timeout_s": max(30.0, float(timeout)), "hosts": hosts, "go_file": str(out_dir / "go"),
-           "probe": {"sizes_bytes": sizes, "reps": REPS}}
+    job = Job(algorithm="probe", plan={}, workers=len(hosts), world=len(hosts),
+              model=JobModel("probe", [["probe", 1, 0.0]]), iters=0, store=str(out_dir / "store"),
+              log_dir=str(out_dir / "workers"), timeout_s=max(30.0, float(timeout)), hosts=list(hosts),
+              go_file=str(out_dir / "go"), probe=Probe(sizes_bytes=sizes, reps=REPS))
     path = out_dir / "job.json"
-    path.write_text(json.dumps(job, indent=1))
+    job.write(path)
     log(f"  link probe: all-reduce of {', '.join(f'{s >> 10} KiB' for s in sizes)} x {REPS} "
         f"on {len(hosts)} workers")
     t0 = time.time()
@@ -75,8 +76,9 @@ def measure(net, topo, hosts: list, out_dir: Path, state, max_bytes: int, timeou
 
 
 def read_points(log_path: Path) -> list[tuple[int, float]]:
-    for line in Path(log_path).read_text().splitlines():
-        event = json.loads(line)
+    """The (bytes, seconds) points of rank 0's `probe` event (workloads/eventlog.py)."""
+    events, _ = read_events(log_path)
+    for event in events:
         if event.get("event") == "probe":
             return [(int(b), float(s)) for b, s in event["points"]]
     raise RuntimeError(f"the link probe wrote no result to {log_path}")

@@ -141,7 +141,7 @@ def read_run(log_dir: Path, workers: int) -> dict:
     """One run's record from its worker logs (pure over files, `eventlog.read_logs`): rank 0's
     curve, whether every checked iteration of every rank was correct, and whether the
     ranks' final parameters agree."""
-    from workloads.eventlog import read_logs  # noqa: PLC0415
+    from workloads.eventlog import read_logs, training_curve  # noqa: PLC0415
 
     logs, torn = read_logs(log_dir)
     curve = {"iter": [], "accuracy": [], "loss": []}
@@ -162,14 +162,14 @@ def read_run(log_dir: Path, workers: int) -> dict:
                     max_err = max(max_err, float(ev.get("max_abs_err", 0.0)))
                     if not ev.get("correct"):
                         wrong.append((rank, ev["iter"]))
-            elif kind == "train" and rank == 0:  # accuracy is k/360: 4 decimals say it all
-                curve["iter"].append(ev["iter"])
-                curve["accuracy"].append(round(ev["accuracy"], 4))
-                curve["loss"].append(round(ev["loss"], 5))
             elif kind == "trained":
                 digests[rank] = ev["params_sha1"]
             elif kind == "error":
                 errors.append(f"rank {rank}: {ev.get('message', '')[:200]}")
+    for it, loss, accuracy, _ in training_curve({0: logs.get(0, [])}):  # accuracy is k/360: 4 decimals say it all
+        curve["iter"].append(it)
+        curve["accuracy"].append(round(accuracy, 4))
+        curve["loss"].append(round(loss, 5))
     return {
         "iterations": iterations,
         "final_accuracy": curve["accuracy"][-1] if curve["accuracy"] else None,

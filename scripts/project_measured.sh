@@ -4,7 +4,7 @@
 # Each becomes docs/results/projection-vs-measured/<name>/ (summary.json, report.md) from
 # `syncbed project --measured docs/results/FOLDER` with no round latency: the bandwidth term alone.
 # `syncbed docs` fits the per-round latency on half of these folders and checks it on the others
-# (emulation/report/doctables.py, PROJECTION_SPLIT); rerun a folder here after rerunning its
+# (emulation/report/doctables/projection.py, in_fit_half); rerun a folder here after rerunning its
 # experiment, or `syncbed docs` refuses the stale projection. Seconds to a minute per folder; it
 # waits while an emulation holds the machine (/run/syncbed/lock), so it never disturbs one.
 set -euo pipefail

@@ -131,7 +131,7 @@ def run_ddp(job: Job, rank: int, nics: list, log: EventLog) -> None:
                 closed &= set(rec["sent"]) <= set(want) and all(b <= want[k] for k, b in rec["sent"].items())
             else:
                 closed &= rec["sent"] == want
-        observed = {"buckets": sizes, "closed_form": bool(closed), "ddp": True, **_observed_sums(records)}
+        observed = {"buckets": sizes, "closed_form": bool(closed), "ddp": True, **_observed_sums(records, algo.compute)}
         if checked:
             expected = torch.zeros(total, dtype=torch.float32)
             for rec in records:
@@ -169,11 +169,12 @@ def run_ddp(job: Job, rank: int, nics: list, log: EventLog) -> None:
     comm.store_barrier("end")
 
 
-def _observed_sums(records: list) -> dict:
-    """The executors' own observations summed over the buckets (the compressor's seconds)."""
+def _observed_sums(records: list, compute) -> dict:
+    """The CPU durations the algorithm declares (`Algorithm.compute`: a compressor's seconds),
+    summed over the iteration's buckets."""
     out: dict = {}
     for rec in records:
-        for key in ("sparsify_seconds", "merge_seconds"):
+        for key in (c.key for c in compute):
             if isinstance(rec.get("observed", {}).get(key), (int, float)):
                 out[key] = out.get(key, 0.0) + float(rec["observed"][key])
     return out

@@ -191,3 +191,10 @@ def iteration_times(logs: dict, warmup: bool = False) -> list[IterationTimes]:
 def sync_series(logs: dict) -> list[float]:
     """The sync time of every measured iteration, in order (`IterationTimes.sync`)."""
     return [t.sync for t in iteration_times(logs)]
+
+
+def training_curve(logs: dict) -> list[tuple]:
+    """The `train` events (rank 0 evaluates) as (iter, loss, accuracy, t), in iteration order:
+    the one reader of the training curve for the emulation's analysis and the trainer."""
+    return sorted((ev["iter"], ev["loss"], ev["accuracy"], ev.get("t"))
+                  for events in logs.values() for ev in events if ev.get("event") == "train")

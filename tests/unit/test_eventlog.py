@@ -65,3 +65,15 @@ def test_sent_since_counts_only_the_new_bytes_per_peer_and_nic():
     before, msgs_before = {(1, 0): 100, (2, 1): 50}, {(1, 0): 2, (2, 1): 1}
     sent, msgs = {(1, 0): 180, (2, 1): 50, (0, 0): 8}, {(1, 0): 3, (2, 1): 1, (0, 0): 1}
     assert eventlog.sent_since(sent, msgs, before, msgs_before) == [[0, 0, 8, 1], [1, 0, 80, 1]]
+
+
+def test_the_training_curve_is_the_train_events_in_iteration_order(tmp_path):
+    log = EventLog(eventlog.log_path(tmp_path, 0))
+    log.train(2, 0.5, 0.75)
+    log.train(1, 0.9, 0.5)
+    log.trained(2, "abc")
+    logs, _ = read_logs(tmp_path)
+    curve = eventlog.training_curve(logs)
+    assert [(it, loss, acc) for it, loss, acc, _ in curve] == [(1, 0.9, 0.5), (2, 0.5, 0.75)]
+    assert all(isinstance(t, float) for *_, t in curve)
+    assert eventlog.training_curve({}) == []
