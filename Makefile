@@ -12,6 +12,9 @@ run: setup  ## the default experiment, end to end, with its report
 	$(PY) -m emulation.cli run $(EXPERIMENT)
 
 test: setup  ## every tier: unit, parallel (localhost Gloo), emulation (root)
+	@# undo a run killed before this session (its record in /run/syncbed); the tests then
+	@# check that the machine is clean before and after each emulation
+	$(PY) -m emulation.cli clean
 	$(PY) -m pytest -ra tests
 
 test-fast: setup  ## unit + parallel only (no root needed)

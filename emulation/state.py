@@ -126,15 +126,19 @@ def stop_procs(procs, grace: float = 2.0) -> None:
             pass
 
 
-def ovs_bridges(tag_only: bool = True) -> list[str]:
+def ovs_bridges(tag_only: bool = True) -> list[str] | None:
+    """The bridges Open vSwitch has (only those tagged external_ids:syncbed with
+    `tag_only`); None when Open vSwitch does not answer."""
     try:
-        out = subprocess.run(["ovs-vsctl", "--timeout=5", "--format=csv", "--no-headings",
-                              "--columns=name,external_ids", "list", "bridge"],
-                             capture_output=True, text=True, timeout=10).stdout
+        proc = subprocess.run(["ovs-vsctl", "--timeout=5", "--format=csv", "--no-headings",
+                               "--columns=name,external_ids", "list", "bridge"],
+                              capture_output=True, text=True, timeout=10)
     except (FileNotFoundError, subprocess.TimeoutExpired):
-        return []
+        return None
+    if proc.returncode != 0:
+        return None
     names = []
-    for line in out.splitlines():
+    for line in proc.stdout.splitlines():
         name, _, ext = line.partition(",")
         if not tag_only or "syncbed" in ext:
             names.append(name.strip('"'))
@@ -142,7 +146,11 @@ def ovs_bridges(tag_only: bool = True) -> list[str]:
 
 
 def cleanup(state: State | None = None, verbose=False) -> list[str]:
-    """Undo a run: processes, bridges, interfaces. Returns what it removed."""
+    """Undo a run: processes, bridges, interfaces. Returns what it removed.
+
+    What cannot be removed now stays recorded: bridges while Open vSwitch does not
+    answer (a machine whose ovs-vswitchd died with the run), so that `syncbed clean`
+    after starting it (scripts/setup.sh) still finds them."""
     state = state or State.load()
     done = []
     pids = [p for p in state.data["pids"] if _alive(p)]
@@ -150,22 +158,31 @@ def cleanup(state: State | None = None, verbose=False) -> list[str]:
     if pids or pgids:
         kill_all(pgids, pids)
         done.append(f"stopped {len(pids) + len(pgids)} processes")
-    bridges = sorted(set(state.data["bridges"]) | set(ovs_bridges(tag_only=True)))
-    existing = set(ovs_bridges(tag_only=False))
-    gone = [b for b in bridges if b in existing]
-    for i in range(0, len(gone), 50):
-        cmd = ["ovs-vsctl", "--timeout=20"]
-        for b in gone[i:i + 50]:
-            cmd += ["--", "--if-exists", "del-br", b]
-        subprocess.run(cmd, capture_output=True, timeout=60)
-    if gone:
-        done.append(f"deleted {len(gone)} OVS bridges")
+    existing = ovs_bridges(tag_only=False)
+    kept_bridges = []
+    if existing is None:
+        kept_bridges = list(state.data["bridges"])
+        if kept_bridges:
+            done.append(f"kept {len(kept_bridges)} OVS bridges recorded: Open vSwitch does not "
+                        "answer; start it (bash scripts/setup.sh) and run syncbed clean again")
+    else:
+        bridges = sorted(set(state.data["bridges"]) | set(ovs_bridges(tag_only=True) or []))
+        gone = [b for b in bridges if b in set(existing)]
+        for i in range(0, len(gone), 50):
+            cmd = ["ovs-vsctl", "--timeout=20"]
+            for b in gone[i:i + 50]:
+                cmd += ["--", "--if-exists", "del-br", b]
+            subprocess.run(cmd, capture_output=True, timeout=60)
+        if gone:
+            done.append(f"deleted {len(gone)} OVS bridges")
     left = [i for i in state.data["intfs"] if Path(f"/sys/class/net/{i}").exists()]
     for i in left:
         subprocess.run(["ip", "link", "del", i], capture_output=True)
     if left:
         done.append(f"deleted {len(left)} interfaces")
     state.clear()
+    if kept_bridges:
+        state.add("bridges", *kept_bridges)
     if verbose:
         for d in done:
             print(f"syncbed clean: {d}")

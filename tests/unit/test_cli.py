@@ -464,6 +464,25 @@ def test_cleanup_removes_exactly_what_it_recorded(state_dir, monkeypatch):
     assert not s.path.exists()
 
 
+def test_cleanup_keeps_bridges_recorded_while_open_vswitch_does_not_answer(state_dir, monkeypatch):
+    """A session cut off mid-run left ovs-vswitchd dead and 21 bridges in its database;
+    `syncbed clean` then could not see them, cleared the record anyway, and the next
+    test session found them (CI, 2026-11-24). The record must survive until they go."""
+    fake = FakeSystem()
+    monkeypatch.setattr(state, "ovs_bridges", lambda tag_only=True: None)
+    monkeypatch.setattr(state.subprocess, "run", fake.run)
+    s = State()
+    s.add("bridges", "sbtest-br1", "sbtest-br2")
+    done = cleanup(s)
+    assert fake.commands == []
+    assert len(done) == 1 and done[0].startswith("kept 2 OVS bridges recorded: Open vSwitch does not answer")
+    assert State.load().data["bridges"] == ["sbtest-br1", "sbtest-br2"]
+    monkeypatch.setattr(state, "ovs_bridges", FakeSystem(existing=["sbtest-br1"]).ovs_bridges)
+    assert cleanup(State.load()) == ["deleted 1 OVS bridges"]
+    assert fake.commands == [["ovs-vsctl", "--timeout=20", "--", "--if-exists", "del-br", "sbtest-br1"]]
+    assert not s.path.exists()
+
+
 def test_algo_is_repeatable_for_run_and_project(monkeypatch):
     """Issue #19: `syncbed run --algo ring --algo ps` ran only ps (argparse kept the last
     --algo), though the README says it may be repeated; `syncbed project` the same."""
