@@ -220,7 +220,7 @@ def compare(expected: dict, measured: dict, floor: float) -> dict:
 
 
 def fidelity(calibration: dict | None, cpu: dict | None, capture: dict | None, busiest: dict | None,
-             probe: dict | None = None) -> dict:
+             probe: dict | None = None, overruns: dict | None = None) -> dict:
     """Mininet-HiFi style invariants -> a verdict with its reasons (docs/FIDELITY.md).
 
     `faithful` is True when every invariant was measured and held, False when one was
@@ -230,8 +230,17 @@ def fidelity(calibration: dict | None, cpu: dict | None, capture: dict | None, b
     checked), and `reasons` says so after the failures, one line each.
     `probe`: the link probe's record the run was planned with (`link_probe`), if any:
     a fit of a + b*m with R^2 below linkprobe.MIN_R2 means the plan rests on a poor cost
-    model, and the run is not faithful."""
+    model, and the run is not faithful.
+    `overruns`: per charged compute (`Algorithm.figures`' `charged_overruns`), the syncs whose
+    work took more than base.OVERRUN times its stated cost: this CPU, not the stated cost,
+    then set those syncs, and the run is not faithful."""
     reasons = []
+    for key, o in (overruns or {}).items():
+        if o.get("overran"):
+            reasons.append(f"{key.removesuffix('_seconds')} overran its stated cost in {o['overran']} of "
+                           f"{o['syncs']} rank-syncs (up to {o['max_ratio']:.2f}x): this CPU, not the stated "
+                           f"cost, set them; a time dilation at least {o['max_ratio']:.1f}x this run's (links that "
+                           "much slower, --bw) charges a cost this CPU can meet")
     if probe is not None:
         r2 = (probe.get("model") or {}).get("r2")
         if r2 is None or r2 < MIN_R2:
@@ -625,7 +634,7 @@ def analyze_run(run_dir: Path) -> dict:
         if job.get("background"):
             rec["background"] = background_summary(topo, job["background"], meas)
     fid = fidelity(_load(run_dir / "calibration.json"), _load(run_dir / "cpu.json"), capture, busiest,
-                   link_probe(run_dir, job))
+                   link_probe(run_dir, job), rec.get("charged_overruns"))
     (run_dir / "fidelity.json").write_text(json.dumps(fid, indent=1))
     rec["fidelity"] = fid
     rec["faithful"] = fid["faithful"]

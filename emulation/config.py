@@ -50,6 +50,10 @@ class RunConfig:
     # with real_link_mbps: the real setting's compute per iteration, one number or {model: s};
     # each model's profile is scaled to it before the dilation (else this CPU's profile is kept)
     real_backward_s: object = None
+    # with real_link_mbps: the real setting's compressor cost per iteration (a rank's top-k
+    # selection with its error feedback), one number or {model: s}; the `sparsify` compute of
+    # a sparse algorithm is charged that (time-dilated) instead of this CPU's time
+    real_compress_s: object = None
     bw: float = 20.0  # Mbit/s on every link class not in link_bw
     ecmp: str = "hash"  # Fat-Tree uplink choice: per-pair hash, or Al-Fares two-level (balanced)
     link_bw: dict = field(default_factory=dict)
@@ -194,6 +198,11 @@ def validate(cfg: RunConfig) -> list[PlannedRun]:
         if not cfg.real_link_mbps:
             raise ValueError("real_backward_s needs real_link_mbps (the real network its compute runs beside)")
         check_seconds("real_backward_s", cfg.real_backward_s)
+    if cfg.real_compress_s is not None:
+        if not cfg.real_link_mbps:
+            raise ValueError("real_compress_s needs real_link_mbps (the real setting whose dilation its cost is "
+                             "charged under)")
+        check_seconds("real_compress_s", cfg.real_compress_s)
     from workloads.gradients import check_sparsity
 
     check_sparsity(cfg.sparsity)
@@ -290,6 +299,18 @@ def backward_for(value, model_spec: str) -> float | None:
     if isinstance(value, dict):
         value = value.get(model_spec.split(",")[0].strip())
     return float(value) if value else None
+
+
+def charged_compute(cfg, algorithm: str, model_spec: str) -> dict:
+    """{Compute key: emulated seconds per sync} a run of `algorithm` on `model_spec` is charged:
+    the stated real compressor cost (`real_compress_s`) x the time dilation, for each compute the
+    algorithm declares `stated_as="compress"`; {} when none is stated or it declares none."""
+    from workloads.algorithms import base
+
+    real = backward_for(getattr(cfg, "real_compress_s", None), model_spec)
+    if not real:
+        return {}
+    return {c.key: real * cfg.time_dilation() for c in base.get(algorithm).compute if c.stated_as == "compress"}
 
 
 def compute_factor(stated, model) -> float:

@@ -30,7 +30,7 @@ import yaml
 from controllers.launcher import Controller
 from emulation import analysis, checks, linkprobe, replan
 from emulation.background import Background
-from emulation.config import backward_for
+from emulation.config import backward_for, charged_compute
 from emulation.calibrate import calibrate
 from emulation.capture import Capture
 from emulation.monitor import CpuMonitor
@@ -276,6 +276,10 @@ class Experiment:
         rec["real_link_mbps"] = cfg.real_link_mbps
         if cfg.real_backward_s:  # compute scaled to the real setting's, then dilated by time_dilation
             rec["real_backward_s"] = backward_for(cfg.real_backward_s, run.model.spec)
+        charged = charged_compute(cfg, run.algorithm, run.model.spec)
+        if charged:  # the compressor's stated real cost, charged time-dilated (SyncState.computing)
+            rec["real_compress_s"] = backward_for(cfg.real_compress_s, run.model.spec)
+            rec["charged_seconds"] = charged
         stand_in = getattr(run, "stand_in", None)
         if stand_in:
             rec["link_model"] = stand_in["link"]

@@ -92,7 +92,9 @@ class Job:
     # and the go-file wait's; `hosts`: each rank's host, rank order; `go_file`: the rank waits
     # for this file after connecting (None: go at once); `dtype_bytes`: bytes per element the
     # plan's byte counts assume; `crash`: fault injection; `background`: the run's background
-    # flows `{src, dst, mbps, port}` (emulation/background.py; the analysis keeps them apart).
+    # flows `{src, dst, mbps, port}` (emulation/background.py; the analysis keeps them apart);
+    # `charged`: {Compute key: seconds} the executor's work is charged per sync instead of this
+    # CPU's time (`SyncState.charged`: a stated real cost, time-dilated; {}: none).
     algo_spec: str = ""
     groups: list = field(default_factory=list)  # [GroupSpec]
     servers: int = 0
@@ -105,6 +107,7 @@ class Job:
     dtype_bytes: int = DTYPE_BYTES
     crash: Crash | None = None
     background: list = field(default_factory=list)
+    charged: dict = field(default_factory=dict)
 
     # --- The gradient and its oracle. `sparsity`: synthetic gradients with whole zero blocks
     # `{block, zero_blocks, zero_entries}` (checked by `gradients.check_sparsity`; None:
@@ -235,6 +238,11 @@ class Job:
         self._int("seed", None)
         self._int("dtype_bytes", 1)
         self._num("dilation", 0.0, "a number >= 0")
+        if not isinstance(self.charged, dict) or not all(
+                isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
+                for k, v in self.charged.items()):
+            _refuse("charged", self.charged, "{compute key: seconds >= 0}")
+        self.charged = {k: float(v) for k, v in self.charged.items()}
         self._num("timeout_s", 0.0, "a number > 0 (seconds)", strict=True)
         if not isinstance(self.model, JobModel):
             self.model = _model(self.model)

@@ -103,7 +103,7 @@ def run(job: Job | dict, rank: int, nics: list, log: EventLog) -> None:
     if algo is not None:
         base.check_plan(job.plan, job.world, sum(int(layer[1]) for layer in layers))
     source = source_for(job, rank, layers, algo.reference if algo is not None else None, log)
-    state = base.SyncState(rank=rank, workers=job.workers, world=job.world)
+    state = base.SyncState(rank=rank, workers=job.workers, world=job.world, charged=dict(job.charged))
     comm = Comm(rank, job.world, job.store, nics, job.groups, timeout_s=job.timeout_s, sink=log.write)
     log.connected()
     wait_for_go(job.go_file, job.timeout_s)

@@ -14,6 +14,7 @@ import ast
 import dataclasses
 import io
 import re
+import time
 import tokenize
 from pathlib import Path
 
@@ -251,3 +252,76 @@ def test_planners_import_no_algorithm_module_and_nothing_of_the_emulation():
         assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
     for name in ("forest", "merge", "bml", "blocks", "background"):
         assert (ROOT / "workloads" / "planners" / f"{name}.py").exists()
+
+
+# ---- stated compute costs (issue #21): SyncState.computing charges the real setting's --------
+def test_computing_without_a_charge_logs_this_cpus_time_and_adds_up():
+    state = base.SyncState(rank=0, workers=2, world=2)
+    for _ in range(2):
+        with state.computing("a_seconds"):
+            time.sleep(0.01)
+    assert 0.02 <= state.observed["a_seconds"] < 0.2
+    assert set(state.observed) == {"a_seconds"}
+
+
+def test_a_charged_compute_takes_its_charge_and_logs_both_times():
+    state = base.SyncState(rank=0, workers=2, world=2, charged={"a_seconds": 0.05})
+    t0 = time.perf_counter()
+    with state.computing("a_seconds"):
+        time.sleep(0.005)
+    took = time.perf_counter() - t0
+    assert 0.05 <= took < 0.15  # padded to the charge, not this CPU's 5 ms
+    assert state.observed["a_seconds_charged"] == 0.05
+    assert 0.005 <= state.observed["a_seconds_cpu"] < 0.05
+    assert 0.05 <= state.observed["a_seconds"] < 0.15
+
+
+def test_a_charged_compute_that_overruns_is_not_cut_and_says_so():
+    state = base.SyncState(rank=0, workers=2, world=2, charged={"a_seconds": 0.01})
+    with state.computing("a_seconds"):
+        time.sleep(0.04)
+    assert state.observed["a_seconds"] >= 0.04 and state.observed["a_seconds_cpu"] >= 0.04
+    algo = dataclasses.replace(_bare(), compute=(base.Compute("a_seconds", "a", stated_as="compress"),))
+    ok = {"a_seconds": 0.01, "a_seconds_cpu": 0.0101, "a_seconds_charged": 0.01}  # within OVERRUN
+    figures = algo.figures({0: [ok, dict(state.observed)], 1: [ok]})
+    assert figures["charged_overruns"] == {"a_seconds": {"syncs": 3, "overran": 1,
+                                                         "max_ratio": round(state.observed["a_seconds_cpu"] / 0.01, 3)}}
+    assert figures["a_seconds_charged"] == pytest.approx(0.01)
+    from emulation.analysis import fidelity
+
+    fid = fidelity({"classes": {"host": {"ok": True, "ratio": 1.0}}}, None, None, None, None,
+                   figures["charged_overruns"])
+    assert fid["faithful"] is False
+    assert fid["reasons"][0].startswith("a overran its stated cost in 1 of 3 rank-syncs (up to ")
+    clean = algo.figures({0: [ok]})["charged_overruns"]
+    assert not any("overran" in r for r in fidelity(None, None, None, None, None, clean)["reasons"])
+
+
+def test_the_stated_compressor_cost_is_charged_time_dilated_to_the_selection_only():
+    from emulation.config import RunConfig, charged_compute, validate
+
+    cfg = RunConfig(real_link_mbps=1000, size_scale=8, bw=20, real_compress_s={"resnet50": 0.1541})
+    dilation = 1000 / (8 * 20)
+    assert charged_compute(cfg, "gtopk", "resnet50") == {"sparsify_seconds": pytest.approx(0.1541 * dilation)}
+    assert charged_compute(cfg, "topk", "resnet50,x=1") == {"sparsify_seconds": pytest.approx(0.1541 * dilation)}
+    assert charged_compute(cfg, "dfs", "resnet50") == {"sparsify_seconds": pytest.approx(0.1541 * dilation)}
+    assert charged_compute(cfg, "gtopk", "vgg16_cifar") == {}  # not stated for this model
+    assert charged_compute(cfg, "ring", "resnet50") == {}  # no compressor
+    assert charged_compute(RunConfig(), "gtopk", "resnet50") == {}
+    with pytest.raises(ValueError, match="real_compress_s needs real_link_mbps"):
+        validate(RunConfig(real_compress_s=0.1))
+    with pytest.raises(ValueError, match=r"real_compress_s=-1 must be a number > 0 \(s\), or \{model: s\}"):
+        validate(RunConfig(real_link_mbps=1000, real_compress_s=-1))
+
+
+def test_the_job_carries_the_charges_checked():
+    from workloads.job import Job
+
+    job = Job(algorithm="gtopk", plan={}, workers=2, world=2, model={"spec": "x", "layers": [["a", 4, 0.0]]},
+              iters=1, store="s", log_dir="l", charged={"sparsify_seconds": 1})
+    assert job.check().charged == {"sparsify_seconds": 1.0}
+    assert Job.from_json(job.to_json()).charged == {"sparsify_seconds": 1.0}
+    job.charged = {"sparsify_seconds": -1}
+    with pytest.raises(ValueError, match=r"job: charged=\{'sparsify_seconds': -1\} is invalid: must be "
+                                         r"\{compute key: seconds >= 0\}"):
+        job.check()

@@ -388,9 +388,8 @@ def execute_fixed(plan: dict, comm, grads, state):
     residual = c = acc = None
     if comm.rank < plan["workers"]:
         residual = residual_of(state, plan["elements"]) if plan["k"] is not None else None
-        t_sparsify = time.perf_counter()
-        c, acc = topk_then_blocks(plan, flat, residual)
-        state.observed.update(sparsify_seconds=time.perf_counter() - t_sparsify)
+        with state.computing(SPARSIFY.key):
+            c, acc = topk_then_blocks(plan, flat, residual)
     ex = exchange(plan, fixed(plan), comm, c)
     if residual is not None:
         residual.update(acc, c.kept)

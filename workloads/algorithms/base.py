@@ -30,8 +30,9 @@ Algorithm(...)`. It has two halves (docs/STYLE.md: plan in pure functions, execu
   summary.json; default {}), `timeline(plan) -> Overlap | None` (the overlap of its steps with
   backprop, for the SimGrid simulation, emulation/simulator/core.py; default None: the sync
   starts after backprop, all steps released at once), `compute` (a tuple of `Compute`: CPU
-  durations its executor logs in `state.observed`, which the trace draws and summary.json
-  averages; default ()) and `summarize(observed) -> dict` (its own per-run figures from the
+  durations its executor times with `state.computing(key)`, which the trace draws and
+  summary.json averages; a run may state the real setting's cost of one, and `computing`
+  then charges that instead of this CPU's time: `SyncState.charged`; default ()) and `summarize(observed) -> dict` (its own per-run figures from the
   workers' `state.observed` of the measured iterations, {worker rank: [observed, ...]};
   default {}). `Algorithm.figures` is what the analysis puts in summary.json from them.
 - `needs`: measured inputs the planner reads (`"link"`: the all-reduce cost model a, b;
@@ -55,6 +56,8 @@ import dataclasses
 import importlib
 import pkgutil
 import statistics
+import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -199,16 +202,29 @@ class Overlap:
     backward_seconds: float
 
 
+# A charged compute whose work took more than this times its charge made the sync longer than
+# the real setting's (the analysis's fidelity verdict, emulation/analysis.py)
+OVERRUN = 1.05
+
+
 @dataclass(frozen=True)
 class Compute:
     """CPU work inside the sync that the executor logs only as a duration, `state.observed[key]`
     seconds (no `stage` event times it: a compressor's selection, its merges). The run's trace
     (emulation/timeline.py) draws it as a slice `name` at the sync's start or end (`at`), and
-    summary.json keeps its mean over the workers' measured iterations under `key`."""
+    summary.json keeps its mean over the workers' measured iterations under `key`.
+
+    A run may state what it costs in the real setting (`SyncState.charged`, e.g. the top-k
+    selection's time on the paper's GPU, from `real_compress_s` in the experiment): the
+    executor's `state.computing(key)` then takes exactly that long, whatever this machine's
+    CPU took, and logs both (docs/FIDELITY.md, "Stated compute costs")."""
 
     key: str
     name: str
     at: str = "start"  # "start" or "end" of the sync
+    # the kind of real cost an experiment may state for it ("compress": `real_compress_s`);
+    # "": none, always this CPU's time
+    stated_as: str = ""
 
     def __post_init__(self):
         if self.at not in ("start", "end"):
@@ -234,10 +250,33 @@ class SyncState:
     iteration: int = 0
     memory: dict = field(default_factory=dict)
     observed: dict = field(default_factory=dict)
+    # Compute key -> the seconds one sync's work is charged (the real setting's stated cost,
+    # already time-dilated); a key not here is charged what this CPU took
+    charged: dict = field(default_factory=dict)
 
     def begin(self, iteration: int) -> None:
         self.iteration = int(iteration)
         self.observed = {}
+
+    @contextmanager
+    def computing(self, key: str):
+        """Time the block as the Compute `key` of this sync, adding to what it logged so far.
+
+        Charged (`charged[key]` seconds): the block is padded to that duration with a sleep,
+        so the sync spends what the real setting would; `observed[key]` is the time it took
+        (the charge, or more when this CPU overran it), `key_cpu` this CPU's time and
+        `key_charged` the charge, so a run shows both and the analysis flags an overrun."""
+        t0 = time.perf_counter()
+        yield
+        spent = time.perf_counter() - t0
+        charge = self.charged.get(key)
+        if charge is not None:
+            if spent < charge:
+                time.sleep(charge - spent)
+            self.observed[f"{key}_cpu"] = self.observed.get(f"{key}_cpu", 0.0) + spent
+            self.observed[f"{key}_charged"] = self.observed.get(f"{key}_charged", 0.0) + charge
+            spent = max(spent, time.perf_counter() - t0)
+        self.observed[key] = self.observed.get(key, 0.0) + spent
 
 
 @dataclass(frozen=True)
@@ -282,10 +321,17 @@ class Algorithm:
         that was logged, then the algorithm's own `summarize`."""
         out = {}
         for c in self.compute:
-            secs = [float(obs[c.key]) for rank_obs in observed.values() for obs in rank_obs
-                    if obs.get(c.key) is not None]
-            if secs:
-                out[c.key] = statistics.fmean(secs)
+            for key in (c.key, f"{c.key}_cpu", f"{c.key}_charged"):
+                secs = [float(obs[key]) for rank_obs in observed.values() for obs in rank_obs
+                        if obs.get(key) is not None]
+                if secs:
+                    out[key] = statistics.fmean(secs)
+            overran = [obs[f"{c.key}_cpu"] / obs[f"{c.key}_charged"] for rank_obs in observed.values()
+                       for obs in rank_obs if obs.get(f"{c.key}_charged")]
+            if overran:
+                over = [r for r in overran if r > OVERRUN]
+                out.setdefault("charged_overruns", {})[c.key] = {
+                    "syncs": len(overran), "overran": len(over), "max_ratio": round(max(overran), 3)}
         return {**out, **self.summarize(observed)}
 
     def refusal(self, workers: int, servers: int = 0, topology=None) -> str | None:

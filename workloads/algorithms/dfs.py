@@ -42,13 +42,12 @@ candidates (`_blocksparse.phases`); what a sync really sends is in the ranks' lo
 """
 from __future__ import annotations
 
-import time
 
 from workloads import blocks
 from workloads.planners.blocks import choose_block, first_block, union_estimate
 from workloads.algorithms import _blocksparse as bs
 from workloads.algorithms.base import Algorithm, Option, number
-from workloads.algorithms.topk import DENSITY, reference_memory, residual_of
+from workloads.algorithms.topk import DENSITY, SPARSIFY, reference_memory, residual_of
 from workloads.gradients import as_flat
 from workloads.sparse import block_energies, block_keep, blocks_to_indices, keep_blocks
 
@@ -147,10 +146,9 @@ def execute(plan: dict, comm, grads, state):
         return flat
     block = state.memory.get("block", plan["first_block"])
     residual = residual_of(state, plan["elements"])
-    t_sparsify = time.perf_counter()
-    acc = residual.accumulate(flat)  # 1.
-    c = contribution(plan, acc, block)  # 2.
-    state.observed.update(sparsify_seconds=time.perf_counter() - t_sparsify)
+    with state.computing(SPARSIFY.key):
+        acc = residual.accumulate(flat)  # 1.
+        c = contribution(plan, acc, block)  # 2.
     ex = bs.exchange(plan, rules(plan), comm, c)  # 3., 4.
     chosen, cost = decide(plan, ex.down_meta)  # 5.
     residual.update(acc, c.kept)  # 6.

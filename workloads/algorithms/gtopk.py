@@ -139,10 +139,9 @@ def execute(plan: dict, comm, grads, state):
     exact = plan["residual"] == "exact"
     role = roles(plan, me)
     residual = residual_of(state, d)
-    t_sparsify = time.perf_counter()
-    acc = residual.accumulate(flat)  # 1.
-    local = SparseSet.topk(acc, k)  # 2.
-    state.observed.update(sparsify_seconds=time.perf_counter() - t_sparsify)
+    with state.computing(SPARSIFY.key):
+        acc = residual.accumulate(flat)  # 1.
+        local = SparseSet.topk(acc, k)  # 2.
     # Every receive posted first (buffers are fixed-size), so no ordering of ranks can block.
     up_bufs = {src: torch.empty(2 * k, dtype=torch.int32) for _, src in role["reduce_recv"]}
     ups = {src: comm.recv(buf, src, nic=nic, tag=REDUCE_TAG) for src, buf in up_bufs.items()}

@@ -102,7 +102,7 @@ OPTIONS = {"density": DENSITY}
 # The compressor's CPU inside the sync, which the sparse executors log as durations
 # (`Algorithm.compute`): error feedback and selection, done first; merging sparse sets, the
 # residual's update and densifying, done last (topk, gtopk).
-SPARSIFY = Compute("sparsify_seconds", "sparsify", "start")
+SPARSIFY = Compute("sparsify_seconds", "sparsify", "start", stated_as="compress")
 MERGE = Compute("merge_seconds", "merge", "end")
 
 
@@ -134,10 +134,9 @@ def execute(plan: dict, comm, grads, state):
     flat = as_flat(grads)
     d, k, n, nic, me = plan["elements"], plan["k"], plan["workers"], plan["nic"], comm.rank
     residual = residual_of(state, d)
-    t_sparsify = time.perf_counter()
-    acc = residual.accumulate(flat)  # 1.
-    local = SparseSet.topk(acc, k)  # 2.
-    state.observed.update(sparsify_seconds=time.perf_counter() - t_sparsify)
+    with state.computing(SPARSIFY.key):
+        acc = residual.accumulate(flat)  # 1.
+        local = SparseSet.topk(acc, k)  # 2.
     sets = {me: local}
     if n > 1:  # 3. all receives posted first, so no ordering of ranks can block a send
         succ, pred = (me + 1) % n, (me - 1) % n

@@ -20,6 +20,29 @@ GTOPK_MODELS = ("vgg16", "alexnet", "resnet20", "resnet50")
 GTOPK_SCALING = tuple(f"gtopk-scaling/{m}/p{p}/summary.json" for m in GTOPK_MODELS for p in (4, 8, 16, 32))
 
 
+GTOPK_CHARGED = tuple(f"gtopk-charged/{f}/summary.json" for f in ("vgg16-p32-bw20", "vgg16-p32-bw5"))
+
+
+def gtopk_charged(data: dict) -> list[str]:
+    """Section 6: P = 32 with the paper's compressor cost charged (`real_compress_s`, issue #21):
+    the charge under each run's dilation against this CPU's selection, and the verdict."""
+    rows, notes = [], []
+    for rel in GTOPK_CHARGED:
+        for r in runs_of(data, rel):
+            over = (r.get("charged_overruns") or {}).get("sparsify_seconds") or {}
+            fid = r.get("fidelity") or {}
+            rows.append([f"`{rel.split('/')[1]}`", r["algorithm"], fmt(r.get("link_mbps"), "g"),
+                         fmt(r.get("time_dilation"), "g"), fmt(r.get("sparsify_seconds_charged"), ".3f"),
+                         fmt(r.get("sparsify_seconds_cpu"), ".3f"),
+                         f"{over.get('overran', 0)} of {over.get('syncs', 0)} (max {over.get('max_ratio', 0):.2f}x)",
+                         starred(common.sync_s(r), r), pct(r.get("scaling_efficiency")),
+                         f"{fmt(fid.get('ovs_cpu_wait_percent'), 'g')}%", "yes" if r.get("faithful") else "**NO**"])
+            notes.append((f"`{rel.split('/')[1]}` {common.label(r)}", r))
+    return table(["folder", "algorithm", "link Mbit/s", "time dilation", "charged s", "this CPU's selection s",
+                  "rank-syncs over the charge", "sync s", "efficiency", "ovs-vswitchd waited", "faithful"],
+                 rows) + unfaithful_notes(notes)
+
+
 def _share(run) -> str:
     c, s = compress_seconds(run), common.sync_s(run)
     return NA if c is None else f"{c:.3f} ({c / s:.0%})" if s else f"{c:.3f}"
