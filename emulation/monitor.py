@@ -118,7 +118,13 @@ class CpuMonitor:
         return {"samples": len(self.samples), "cores": os.cpu_count(),
                 "machine_busy": stats("machine_busy"), "ovs_cores": stats("ovs_cores"),
                 "ovs_wait": stats("ovs_wait"), "workers_cores": stats("workers_cores"),
-                "workers_wait": stats("workers_wait"), "workers_starved": self._overall_starved()}
+                "workers_wait": stats("workers_wait"), "workers_starved": self._overall_starved(),
+                # each sample's end time and ovs-vswitchd's wait over it, so the analysis can
+                # judge forwarding over the intervals that carried traffic (`forwarding_wait`)
+                "interval": self.interval,
+                "series": {"t": [round(s["t"], 3) for s in self.samples],
+                           "ovs_wait": [None if s["ovs_wait"] is None else round(s["ovs_wait"], 4)
+                                        for s in self.samples]}}
 
     def _overall_starved(self) -> dict | None:
         """Waited / (ran + waited) over the whole run, and its worst interval."""

@@ -7,7 +7,8 @@ builds the rank's process groups (`workloads.comm.Comm`), then for each of warmu
 iterations: its gradient source's gradient (`workloads/sources.py`: synthetic, real
 training or none for a server, each with its oracle), a barrier (through the shared store,
 not the network), backward (`GradientStream`), `algorithm.execute(plan, comm, stream, state)`
-with one `SyncState` for the whole run, and the source's check of the result. Everything it
+with one `SyncState` for the whole run, the source's check of the result, and a second barrier
+(no rank prepares the next iteration while another still syncs this one). Everything it
 observes goes to `log_dir/rank<R>.jsonl` (`workloads/eventlog.py`, the format): `start`,
 one `iter` per iteration (with the bytes and messages it handed to `Comm.send` in that
 iteration, per peer and NIC, and what the executor put in `state.observed`), executors'
@@ -131,6 +132,11 @@ def run(job: Job | dict, rank: int, nics: list, log: EventLog) -> None:
                       sent_since(comm.sent, comm.messages, sent_before, msgs_before), state.observed,
                       **source.check(result, expected))
         source.after(it, result)
+        # everyone's sync has ended before anyone prepares the next iteration: a rank that
+        # finished early (gTop-k's root, a PS) would otherwise build the next gradients and the
+        # oracle's reference (O(workers x elements) on a checking rank) while the others still
+        # move this iteration's bytes, taking the CPU ovs-vswitchd forwards them with (#21)
+        comm.store_barrier(f"synced{it}")
         if rank == 0:
             # progress only: the run's sync time is over all ranks (workloads/eventlog.py)
             print(f"iter {it + 1}/{total} rank 0 synced in {t_done - stream.t_ready:.3f} s", flush=True)

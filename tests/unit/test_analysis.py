@@ -392,6 +392,36 @@ def test_a_busy_ovs_that_kept_the_links_full_is_a_note_not_a_failure():
     assert f["faithful"] is False and "forwarding was likely CPU-bound" in f["reasons"][0]
 
 
+def test_forwarding_wait_takes_the_samples_that_overlap_traffic():
+    """Issue #21: 32 ranks' top-k selections kept both cores busy while no packet flowed (every
+    rank waits out its charge before it sends); the wait over the samples with traffic is
+    reported beside the whole iterations' one."""
+    cpu = {"interval": 0.5, "series": {"t": [100.5, 101.0, 101.5, 102.0, 102.5],
+                                       "ovs_wait": [0.9, 0.9, 0.9, 0.1, None]}}
+    traffic = {"t0": 100.0, "bin": 0.5, "busy": [3, 4]}  # payload in [101.5, 102.5)
+    # the sample over (101.5, 102.0] overlaps it, the one over (102.0, 102.5] has no value, the
+    # one over (101.0, 101.5] only touches it
+    assert analysis.forwarding_wait(cpu, traffic) == pytest.approx(0.1)
+    assert analysis.forwarding_wait(cpu, {"t0": 100.0, "bin": 0.5, "busy": [0]}) == pytest.approx(0.9)
+    assert analysis.forwarding_wait(cpu, {"t0": 200.0, "bin": 0.5, "busy": [0]}) is None  # none overlaps
+    assert analysis.forwarding_wait({"ovs_wait": {"mean": 0.3}}, traffic) is None  # no series: older runs
+    assert analysis.forwarding_wait(cpu, None) is None and analysis.forwarding_wait(cpu, {**traffic, "busy": []}) is None
+
+    # reported beside the whole iterations' wait, which alone decides (FIDELITY #18: half-second
+    # samples over-count a short sync's forwarding wait)
+    waited = {**GOOD_CPU, "ovs_wait": {"mean": 0.1}, **cpu}
+    f = analysis.fidelity(GOOD_CAL, waited, {"dropped_by_kernel": 0}, GOOD_BUSIEST,
+                          traffic={"t0": 100.0, "bin": 0.5, "busy": [0, 1]})
+    assert f["faithful"] is True and f["ovs_cpu_wait_forwarding_percent"] == 90.0 and f["reasons"] == []
+    f = analysis.fidelity(GOOD_CAL, {**waited, "ovs_wait": {"mean": 0.4}}, {"dropped_by_kernel": 0}, GOOD_BUSIEST,
+                          traffic=traffic)
+    assert f["faithful"] is False and f["ovs_cpu_wait_forwarding_percent"] == 10.0
+    assert f["reasons"] == ["ovs-vswitchd waited for a CPU 40% of the time (limit 15%): forwarding lagged"]
+    f = analysis.fidelity(GOOD_CAL, {**GOOD_CPU, "ovs_wait": {"mean": 0.4}}, {"dropped_by_kernel": 0}, GOOD_BUSIEST,
+                          traffic=traffic)
+    assert "ovs_cpu_wait_forwarding_percent" not in f  # no series: a run recorded before
+
+
 def test_fidelity_thresholds_are_inclusive():
     f = analysis.fidelity(GOOD_CAL, {"ovs_cores": {"mean": 0.85}, "ovs_wait": {"mean": analysis.MAX_OVS_WAIT},
                                      "workers_wait": {"mean": analysis.MAX_WORKER_WAIT}}, {"dropped_by_kernel": 0},
