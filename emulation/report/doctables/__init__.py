@@ -18,8 +18,8 @@ from emulation.report.doctables.dfs import DFS, dfs_headline, dfs_runs
 from emulation.report.doctables.forest import (
     FOREST, FOREST_VARIANTS, _forest_rel, forest_scenarios, forest_variants)
 from emulation.report.doctables.gtopk import (
-    GTOPK_CHARGED, GTOPK_FATTREE, GTOPK_SCALING, gtopk_beside_paper, gtopk_charged, gtopk_compression,
-    gtopk_convergence, gtopk_scaling_all)
+    GTOPK_CHARGED, GTOPK_CHARGED_P32, GTOPK_FATTREE, GTOPK_SCALING, gtopk_beside_paper, gtopk_charged,
+    gtopk_charged_beside_paper, gtopk_compression, gtopk_convergence, gtopk_scaling_all)
 from emulation.report.doctables.hd import HD_FOLDERS, hd_default
 from emulation.report.doctables.mgwfbp import (
     MGWFBP_ALL, MGWFBP_MATRIX, MGWFBP_SETTINGS, _sources, mgwfbp_matrix, mgwfbp_settings, mgwfbp_slower)
@@ -35,6 +35,7 @@ TABLES = {t.id: t for t in [
     Table("gtopk-beside-paper", GTOPK_SCALING, gtopk_beside_paper),
     Table("gtopk-scaling", GTOPK_SCALING, gtopk_scaling_all),
     Table("gtopk-charged", GTOPK_CHARGED, gtopk_charged),
+    Table("gtopk-charged-beside-paper", GTOPK_CHARGED_P32, gtopk_charged_beside_paper),
     Table("mgwfbp-settings", _sources(MGWFBP_SETTINGS), mgwfbp_settings),
     Table("mgwfbp-matrix", _sources(MGWFBP_MATRIX), mgwfbp_matrix),
     Table("mgwfbp-slower", _sources(MGWFBP_ALL), mgwfbp_slower),

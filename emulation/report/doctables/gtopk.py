@@ -20,7 +20,17 @@ GTOPK_MODELS = ("vgg16", "alexnet", "resnet20", "resnet50")
 GTOPK_SCALING = tuple(f"gtopk-scaling/{m}/p{p}/summary.json" for m in GTOPK_MODELS for p in (4, 8, 16, 32))
 
 
-GTOPK_CHARGED = tuple(f"gtopk-charged/{f}/summary.json" for f in ("vgg16-p32-bw20", "vgg16-p32-bw5"))
+GTOPK_CHARGED_P32 = tuple(f"gtopk-charged/{m}-p32/summary.json" for m in GTOPK_MODELS)
+GTOPK_CHARGED = tuple(f"gtopk-charged/{f}/summary.json" for f in ("vgg16-p32-bw20", "vgg16-p32-bw5")) + \
+    GTOPK_CHARGED_P32
+
+
+def gtopk_charged_beside_paper(data: dict) -> list[str]:
+    """Section 6: each model at P = 32, its selection charged the paper's cost, beside the paper."""
+    rows = scaling.rows_of({rel.rsplit("/", 1)[0]: data[rel] for rel in GTOPK_CHARGED_P32})
+    lines = scaling.beside_paper(rows, gtopk_paper.EFFICIENCY)
+    start = next(i for i, line in enumerate(lines) if line.startswith("| model"))
+    return [line for line in lines[start:] if line]
 
 
 def gtopk_charged(data: dict) -> list[str]:
@@ -34,7 +44,7 @@ def gtopk_charged(data: dict) -> list[str]:
             rows.append([f"`{rel.split('/')[1]}`", r["algorithm"], fmt(r.get("link_mbps"), "g"),
                          fmt(r.get("time_dilation"), "g"), fmt(r.get("sparsify_seconds_charged"), ".3f"),
                          fmt(r.get("sparsify_seconds_cpu"), ".3f"),
-                         f"{over.get('overran', 0)} of {over.get('syncs', 0)} (max {over.get('max_ratio', 0):.2f}x)",
+                         f"{over['overran']} of {over['syncs']} (max {over['max_ratio']:.2f}x)" if over else NA,
                          starred(common.sync_s(r), r), pct(r.get("scaling_efficiency")),
                          f"{fmt(fid.get('ovs_cpu_wait_percent'), 'g')}%", "yes" if r.get("faithful") else "**NO**"])
             notes.append((f"`{rel.split('/')[1]}` {common.label(r)}", r))
