@@ -38,3 +38,15 @@ def pytest_unconfigure(config):
     if reasons is None or reporter is None:
         return
     reporter.write_line(ci_failure(reasons, os.environ) or skip_line(reasons))
+
+
+@pytest.fixture
+def one_thread():
+    """Small CPU ops on a shared 2-core box run faster and steadier on one thread (as a worker
+    would run them); the previous setting is restored. Modules that time torch use it."""
+    import torch  # noqa: PLC0415
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

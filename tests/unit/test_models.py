@@ -13,7 +13,7 @@ import torch
 from workloads.models import networks, profiles, registry, specs
 from workloads.models.layers import Layer, Model, scaled
 
-pytestmark = pytest.mark.unit
+pytestmark = [pytest.mark.unit, pytest.mark.usefixtures("one_thread")]
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -27,16 +27,6 @@ PARAMS = {
     "resnet18": 11_173_962,
 }
 LAYERS = {"lenet5": 5, "vgg19": 17, "resnet18": 41}
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Small CPU ops on a shared 2-core box run faster and steadier on one thread
-    (as a worker would run them); the previous setting is restored."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")

@@ -8,19 +8,9 @@ from workloads.models.registry import build_network
 from workloads.models.specs import load
 from workloads.training import DigitsTrainer
 
-pytestmark = pytest.mark.unit
+pytestmark = [pytest.mark.unit, pytest.mark.usefixtures("one_thread")]
 
 LENET5_PARAMS = 156 + 2_416 + 48_120 + 10_164 + 850  # 61,706 (tests/unit/test_models.py, PARAMS)
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Small CPU ops on a shared 2-core box run faster and steadier on one thread
-    (as a worker would run them); the previous setting is restored."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def test_digits_trainer_layout():

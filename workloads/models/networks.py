@@ -90,16 +90,22 @@ class VGG16CIFAR(nn.Module):
         return self.classifier(torch.flatten(self.features(x), 1))
 
 
+def _main_branch(block: nn.Module, in_planes: int, planes: int, stride: int) -> None:
+    """A basic block's two 3x3 convolutions with their batch norms, declared in forward order
+    (both ResNet blocks below; only their shortcuts differ)."""
+    block.conv1 = nn.Conv2d(in_planes, planes, 3, stride=stride, padding=1, bias=False)
+    block.bn1 = nn.BatchNorm2d(planes)
+    block.conv2 = nn.Conv2d(planes, planes, 3, padding=1, bias=False)
+    block.bn2 = nn.BatchNorm2d(planes)
+
+
 class BasicBlock(nn.Module):
     """ResNet basic block; the projection shortcut is declared last so that module
     order equals forward order (the shortcut is computed after the main branch)."""
 
     def __init__(self, in_planes: int, planes: int, stride: int = 1):
         super().__init__()
-        self.conv1 = nn.Conv2d(in_planes, planes, 3, stride=stride, padding=1, bias=False)
-        self.bn1 = nn.BatchNorm2d(planes)
-        self.conv2 = nn.Conv2d(planes, planes, 3, padding=1, bias=False)
-        self.bn2 = nn.BatchNorm2d(planes)
+        _main_branch(self, in_planes, planes, stride)
         self.shortcut = nn.Sequential()
         if stride != 1 or in_planes != planes:
             self.shortcut = nn.Sequential(
@@ -149,10 +155,7 @@ class CifarBlock(nn.Module):
 
     def __init__(self, in_planes: int, planes: int, stride: int = 1):
         super().__init__()
-        self.conv1 = nn.Conv2d(in_planes, planes, 3, stride=stride, padding=1, bias=False)
-        self.bn1 = nn.BatchNorm2d(planes)
-        self.conv2 = nn.Conv2d(planes, planes, 3, padding=1, bias=False)
-        self.bn2 = nn.BatchNorm2d(planes)
+        _main_branch(self, in_planes, planes, stride)
         self.stride, self.extra = stride, planes - in_planes
 
     def forward(self, x):
