@@ -305,9 +305,7 @@ def charged_compute(cfg, algorithm: str, model_spec: str) -> dict:
     """{Compute key: emulated seconds per sync} a run of `algorithm` on `model_spec` is charged:
     the stated real compressor cost (`real_compress_s`) x the time dilation, for each compute the
     algorithm declares `stated_as="compress"`; {} when none is stated or it declares none."""
-    from workloads.algorithms import base
-
-    real = backward_for(getattr(cfg, "real_compress_s", None), model_spec)
+    real = backward_for(cfg.real_compress_s, model_spec)
     if not real:
         return {}
     return {c.key: real * cfg.time_dilation() for c in base.get(algorithm).compute if c.stated_as == "compress"}

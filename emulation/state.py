@@ -158,7 +158,8 @@ def cleanup(state: State | None = None, verbose=False) -> list[str]:
     if pids or pgids:
         kill_all(pgids, pids)
         done.append(f"stopped {len(pids) + len(pgids)} processes")
-    existing = ovs_bridges(tag_only=False)
+    listed = ovs_bridges(tag_only=False)
+    existing = None if listed is None else set(listed)
     kept_bridges = []
     if existing is None:
         kept_bridges = list(state.data["bridges"])
@@ -167,7 +168,7 @@ def cleanup(state: State | None = None, verbose=False) -> list[str]:
                         "answer; start it (bash scripts/setup.sh) and run syncbed clean again")
     else:
         bridges = sorted(set(state.data["bridges"]) | set(ovs_bridges(tag_only=True) or []))
-        gone = [b for b in bridges if b in set(existing)]
+        gone = [b for b in bridges if b in existing]
         for i in range(0, len(gone), 50):
             cmd = ["ovs-vsctl", "--timeout=20"]
             for b in gone[i:i + 50]:

@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+from emulation.config import charged_compute
 from emulation.state import stop_procs
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,8 +49,6 @@ def job_for(run, cfg, run_dir: Path, groups: list):
         train=bool(cfg.train), lr=cfg.lr, batch=cfg.batch, sparsity=cfg.sparsity,
         background=list(getattr(run, "background", None) or []),  # flows the analysis keeps apart
     )
-    from emulation.config import charged_compute
-
     job.charged = charged_compute(cfg, run.algorithm, run.model.spec)
     if cfg.train:
         job.train_model, job.check_iters, job.eval_every = run.model.spec, cfg.check_iters, cfg.eval_every

@@ -32,9 +32,10 @@ Algorithm(...)`. It has two halves (docs/STYLE.md: plan in pure functions, execu
   starts after backprop, all steps released at once), `compute` (a tuple of `Compute`: CPU
   durations its executor times with `state.computing(key)`, which the trace draws and
   summary.json averages; a run may state the real setting's cost of one, and `computing`
-  then charges that instead of this CPU's time: `SyncState.charged`; default ()) and `summarize(observed) -> dict` (its own per-run figures from the
-  workers' `state.observed` of the measured iterations, {worker rank: [observed, ...]};
-  default {}). `Algorithm.figures` is what the analysis puts in summary.json from them.
+  then charges that instead of this CPU's time: `SyncState.charged`; default ()) and
+  `summarize(observed) -> dict` (its own per-run figures from the workers' `state.observed`
+  of the measured iterations, {worker rank: [observed, ...]}; default {}). `Algorithm.figures`
+  is what the analysis puts in summary.json from them.
 - `needs`: measured inputs the planner reads (`"link"`: the all-reduce cost model a, b;
   `"backward"`: per-layer backward times; `"background"`: the rates of the run's background
   flows, measured once they run, in `PlanContext.background`). Planning happens once with provisional values
@@ -217,7 +218,7 @@ class Compute:
     A run may state what it costs in the real setting (`SyncState.charged`, e.g. the top-k
     selection's time on the paper's GPU, from `real_compress_s` in the experiment): the
     executor's `state.computing(key)` then takes exactly that long, whatever this machine's
-    CPU took, and logs both (docs/FIDELITY.md, "Stated compute costs")."""
+    CPU took, and logs both (docs/FIDELITY.md #17)."""
 
     key: str
     name: str

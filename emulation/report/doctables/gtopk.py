@@ -7,7 +7,7 @@ from emulation.papers import common
 from emulation.papers import gtopk as gtopk_paper
 from emulation.report.doctables.cells import (
     find, outside_tolerance, payload_range, pct, runs_of, signed, starred, unfaithful_notes)
-from emulation.results.columns import NA, fmt, table
+from emulation.results.columns import NA, fmt, table, yes_no
 from emulation.results.load import MB, compress_seconds, num
 
 
@@ -46,7 +46,7 @@ def gtopk_charged(data: dict) -> list[str]:
                          fmt(r.get("sparsify_seconds_cpu"), ".3f"),
                          f"{over['overran']} of {over['syncs']} (max {over['max_ratio']:.2f}x)" if over else NA,
                          starred(common.sync_s(r), r), pct(r.get("scaling_efficiency")),
-                         f"{fmt(fid.get('ovs_cpu_wait_percent'), 'g')}%", "yes" if r.get("faithful") else "**NO**"])
+                         f"{fmt(fid.get('ovs_cpu_wait_percent'), 'g')}%", yes_no(r.get("faithful"))])
             notes.append((f"`{rel.split('/')[1]}` {common.label(r)}", r))
     return table(["folder", "algorithm", "link Mbit/s", "time dilation", "charged s", "this CPU's selection s",
                   "rank-syncs over the charge", "sync s", "efficiency", "ovs-vswitchd waited", "faithful"],
