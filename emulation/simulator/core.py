@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from emulation.simulator import platform as simgrid_platform
+from emulation.simulator import symmetry
 from topologies.description import Topology
 from workloads.algorithms import base
 
@@ -190,6 +191,29 @@ def step_seconds(flows: float, uneven: bool = False) -> float:
 
 CPU_PER_ROUTE = 40e-6
 CPU_PER_TABLE_ENTRY = 12e-6
+# The reduction (emulation/simulator/symmetry.py): the schedule's messages and their routes as
+# arrays, then colour refinement, per flow of a step (measured with PS on Fat-Tree k=8 and k=16,
+# docs/PROJECTION.md); its numpy arrays per route link.
+CPU_PER_REDUCED_FLOW = 15e-6
+MEM_PER_REDUCED_LINK = 120.0
+REDUCE_MODES = ("auto", "on", "off")
+# auto: reduce where simulating every flow is estimated above this many CPU seconds and routes
+# do not break the symmetry by design (hash ECMP on a Fat-Tree: `ends_apart`)
+REDUCE_ABOVE_SECONDS = 30.0
+
+
+def reduces(mode: str, topo: Topology, step_flows: list) -> bool:
+    """Does a projection simulate one communication per class of flows (`symmetry.py`)?"""
+    if mode not in REDUCE_MODES:
+        raise ValueError(f"reduce {mode!r} is unknown; valid: {', '.join(REDUCE_MODES)}")
+    if mode != "auto":
+        return mode == "on"
+    return not ends_apart(topo) and sum(step_seconds(f) for f in step_flows) > REDUCE_ABOVE_SECONDS
+
+
+def reduced_seconds(flows: float, hops: float) -> float:
+    """CPU seconds of the reduction itself for `flows` flows in all (before SimGrid runs the classes)."""
+    return CPU_PER_REDUCED_FLOW * flows * max(1.0, hops / 6)
 
 
 def _nics(topo: Topology) -> int:
@@ -451,6 +475,7 @@ class Request:
     model: str | None = None  # a model spec (per-layer sizes and backward times); None: one layer of mb MiB
     link: dict | None = None  # {alpha, beta} of an all-reduce for the layer-wise planners; None: provisional
     round_latency: float = 0.0  # seconds per message round (simulated_form); 0: the bandwidth term alone
+    reduce: str = "auto"  # REDUCE_MODES: one SimGrid communication per class of interchangeable flows
 
 
 @dataclass
@@ -471,6 +496,7 @@ class Prepared:
     cpu_seconds: float
     model: str = ""
     background: list = field(default_factory=list)  # flows of concurrent jobs (background.parse form)
+    reduce: bool = False  # simulate one communication per class of interchangeable flows (symmetry.py)
 
     @property
     def steps(self) -> list:
@@ -508,18 +534,25 @@ def checked(req: Request, topo: Topology, hosts: list, algo: base.Algorithm, pla
     pairs = pairs_of(steps, hosts)
     hops = {"fattree": 6, "bcube": 2 * (topo.params.get("k", 1) + 1)}.get(topo.kind, 8)
     step_flows = [len(s) for s in steps]
-    need = estimate_memory(topo, len(pairs), hops, max(step_flows, default=0))
+    reduce = reduces(req.reduce, topo, step_flows)
+    if reduce:  # SimGrid holds a few classes at a time; the arrays of the reduction hold every flow
+        need = estimate_memory(topo, len(pairs), hops, 0) + MEM_PER_REDUCED_LINK * hops * sum(step_flows)
+    else:
+        need = estimate_memory(topo, len(pairs), hops, max(step_flows, default=0))
     have = req.max_memory if req.max_memory is not None else available_memory()
     what = (f"{algo.name} on {len(hosts)} hosts of {topo.name} ({len(pairs)} routes, up to "
             f"{max(step_flows, default=0)} concurrent flows)")
     if need > have:
         raise TooLarge(f"{what} needs about {need / 2**30:.1f} GiB, {have / 2**30:.1f} GiB available")
-    cpu = estimate_seconds(topo, len(pairs), step_flows)
+    if reduce:  # routes and the reduction; SimGrid's share is checked on the classes (reduced_run)
+        cpu = estimate_seconds(topo, len(pairs), []) + reduced_seconds(sum(step_flows), hops)
+    else:
+        cpu = estimate_seconds(topo, len(pairs), step_flows)
     if req.max_seconds is not None and cpu > req.max_seconds:
         raise TooLarge(f"{what} would take about {cpu / 3600:.1f} CPU hours to simulate (SimGrid re-solves "
                        f"every coupled flow at each flow's end); limit {req.max_seconds / 60:g} min")
     return Prepared(req, spec, topo, hosts, algo, plan, ctx, form, algo.traffic(plan), pairs, need, cpu,
-                    model, [dict(f) for f in background or ()])
+                    model, [dict(f) for f in background or ()], reduce)
 
 
 GROWTH_FROM = (16, 32)  # worker counts whose plans tell how an algorithm's flows grow with P
@@ -559,7 +592,10 @@ def _check_growth(req: Request, name: str, raw: dict, topo: Topology, workers: i
     what = f"{name} on {workers} workers of {topo.name} (about {flows:,.0f} flows, growing as P^{e:.1f})"
     if need > have:
         raise TooLarge(f"{what} needs about {need / 2**30:.1f} GiB, {have / 2**30:.1f} GiB available")
-    cpu = CPU_PER_ROUTE * flows + step_seconds(flows, ends_apart(topo))  # as one step: an upper estimate
+    if req.reduce == "on" or (req.reduce == "auto" and not ends_apart(topo)):
+        cpu = CPU_PER_ROUTE * flows + reduced_seconds(flows, 6)  # the classes are checked once reduced
+    else:
+        cpu = CPU_PER_ROUTE * flows + step_seconds(flows, ends_apart(topo))  # as one step: an upper estimate
     if req.max_seconds is not None and cpu > req.max_seconds:
         raise TooLarge(f"{what} would take about {cpu / 3600:.1f} CPU hours to simulate; "
                        f"limit {req.max_seconds / 60:g} min")
@@ -640,8 +676,12 @@ def simulate_plan(topo: Topology, hosts: list, algo: base.Algorithm, plan: dict,
 
 
 def _run_form(fast: Topology, hosts: list, form: SimForm, pairs, background, model: NetworkModel,
-              mode: str = "driver", inspect: bool = False, log=None) -> tuple:
-    """Platform (less the background), schedule, simulation: (platform, sched, sim, reduced, route seconds)."""
+              mode: str = "driver", inspect: bool = False, log=None, reduce: bool = False,
+              max_seconds: float | None = None) -> tuple:
+    """Platform (less the background), schedule, simulation: (platform, sched, sim, reduced, route seconds).
+    With `reduce`, SimGrid runs one communication per class of interchangeable flows
+    (`symmetry.reduce_schedule`; sim["reduction"] says how many), refused (TooLarge) if the
+    classes are still too many for `max_seconds`."""
     t0 = time.perf_counter()
     platform = simgrid_platform.platform_for(fast, pairs)
     reduced = less_background(platform, fast, background)
@@ -650,7 +690,23 @@ def _run_form(fast: Topology, hosts: list, form: SimForm, pairs, background, mod
     if log:
         log(f"  {len(pairs)} routes in {t_routes:.1f} s; simulating {sum(len(s) for s in sched)} messages "
             f"in {len(sched)} step(s)")
-    sim = simulate(platform, sched, model, mode, inspect, (form.release, form.startup))
+    if not reduce:
+        sim = simulate(platform, sched, model, mode, inspect, (form.release, form.startup))
+        return platform, sched, sim, reduced, t_routes
+    t1, c1 = time.perf_counter(), time.process_time()
+    red = symmetry.reduce_schedule(platform, sched)
+    info = red.describe()
+    info.update(seconds=round(time.perf_counter() - t1, 3), cpu_seconds=round(time.process_time() - c1, 3))
+    cpu = sum(step_seconds(c) for c in info["classes_per_step"])
+    info["simgrid_cpu_estimate_seconds"] = round(cpu, 3)
+    if log:
+        log(f"  reduced to {' + '.join(map(str, info['classes_per_step']))} classes of flows in {info['seconds']:.1f} s")
+    if max_seconds is not None and cpu > max_seconds:
+        raise TooLarge(f"{sum(info['classes_per_step'])} classes of {sum(info['flows_per_step'])} flows would take about "
+                       f"{cpu / 3600:.1f} CPU hours to simulate; limit {max_seconds / 60:g} min")
+    sim = simulate(red.platform, red.sched, model, mode, inspect, (form.release, form.startup))
+    sim["link_bytes"] = red.link_bytes(sim["sent"])
+    sim["reduction"] = info
     return platform, sched, sim, reduced, t_routes
 
 
@@ -675,7 +731,7 @@ def project(req: Request | Prepared, topo: Topology | None = None, inspect: bool
     fast, hosts, algo, ctx, flows, form = p.topo, p.hosts, p.algo, p.ctx, p.flows, p.form
     model = NetworkModel()
     platform, sched, sim, reduced, t_routes = _run_form(fast, hosts, form, p.pairs, p.background, model,
-                                                        p.req.mode, inspect, log)
+                                                        p.req.mode, inspect, log, p.reduce, p.req.max_seconds)
     times = _times(sim, form)
     per_sync = analysis.expected_nic_bytes(fast, hosts, flows, 1)
     bound = analysis.bound_seconds(fast, analysis.expected_port_bytes(fast, hosts, flows, 1))
@@ -713,7 +769,9 @@ def project(req: Request | Prepared, topo: Topology | None = None, inspect: bool
                       "wall_seconds": round(time.perf_counter() - t0, 3),
                       "cpu_estimate_seconds": round(p.cpu_seconds, 3),
                       "memory_estimate_bytes": int(p.memory_bytes),
-                      "child_maxrss_bytes": sim["child_maxrss_bytes"]},
+                      "child_maxrss_bytes": sim["child_maxrss_bytes"],
+                      "parent_maxrss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+                      "reduction": sim.get("reduction")},
     }
     if form.overlapped:
         it = times["simulated_iteration_seconds"]

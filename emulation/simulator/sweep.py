@@ -43,6 +43,7 @@ class Sweep:
     ecmp: str = "hash"
     placement: str = "ordered"
     mode: str = "driver"  # core.MODES
+    reduce: str = "auto"  # core.REDUCE_MODES: one communication per class of flows (symmetry.py)
     max_memory_gb: float | None = None  # refuse above this estimate (None: MemAvailable)
     max_minutes: float = 60.0  # refuse above this CPU-time estimate
     skip_too_large: bool = False  # in a sweep, skip (and name) what the estimates refuse
@@ -64,7 +65,7 @@ def requests(s: Sweep, measured: dict) -> list[tuple[Request, object]]:
     if not s.round_latency >= 0:
         raise ValueError(f"--round-latency {s.round_latency} must be a number of seconds >= 0")
     limits = dict(mode=s.mode, max_memory=s.max_memory_gb * 2**30 if s.max_memory_gb else None,
-                  max_seconds=s.max_minutes * 60, round_latency=s.round_latency)
+                  max_seconds=s.max_minutes * 60, round_latency=s.round_latency, reduce=s.reduce)
     if s.experiment:
         from emulation import config
 
@@ -222,7 +223,7 @@ def run(s: Sweep, preps: list[Prepared], measured: dict, started: str, log=print
         summary["status"] = "ok"
     except KeyboardInterrupt:
         summary.update(status="failed", error="interrupted")
-    except (RuntimeError, OSError) as e:
+    except (RuntimeError, OSError, TooLarge) as e:  # TooLarge: a reduction left too many classes
         summary.update(status="failed", error=str(e).splitlines()[0])
     summary["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S")
     if measured:
