@@ -239,8 +239,28 @@ def forwarding_wait(cpu: dict | None, traffic: dict | None) -> float | None:
     return sum(vals) / len(vals) if vals else None
 
 
+CPU_STATS = ("machine_busy", "ovs_cores", "ovs_wait", "workers_cores", "workers_wait", "workers_starved")
+
+
+def worst_cpu(cpus: list[dict]) -> dict:
+    """One CPU record from several servers' (this machine's first): each statistic from the
+    server where its mean is highest, which one in `worst_server`; the sample series stays
+    this machine's. `servers_cpu` keeps every server's means."""
+    out = dict(cpus[0])
+    out["worst_server"] = {}
+    for key in CPU_STATS:
+        have = [(c[key]["mean"], k) for k, c in enumerate(cpus) if (c.get(key) or {}).get("mean") is not None]
+        if have:
+            _, k = max(have)
+            out[key] = cpus[k][key]
+            out["worst_server"][key] = k
+    out["servers_cpu"] = [{key: (c.get(key) or {}).get("mean") for key in CPU_STATS} for c in cpus]
+    return out
+
+
 def fidelity(calibration: dict | None, cpu: dict | None, capture: dict | None, busiest: dict | None,
-             probe: dict | None = None, overruns: dict | None = None, traffic: dict | None = None) -> dict:
+             probe: dict | None = None, overruns: dict | None = None, traffic: dict | None = None,
+             clocks: dict | None = None, median_sync: float | None = None) -> dict:
     """Mininet-HiFi style invariants -> a verdict with its reasons (docs/FIDELITY.md).
 
     `faithful` is True when every invariant was measured and held, False when one was
@@ -256,8 +276,22 @@ def fidelity(calibration: dict | None, cpu: dict | None, capture: dict | None, b
     is reported beside the whole iterations' wait, which alone is judged (docs/FIDELITY.md #18).
     `overruns`: per charged compute (`Algorithm.figures`' `charged_overruns`), the syncs whose
     work took more than base.OVERRUN times its stated cost: this CPU, not the stated cost,
-    then set those syncs, and the run is not faithful."""
+    then set those syncs, and the run is not faithful.
+    `clocks`: over several servers (docs/CLUSTER.md), each other server's clock offset against
+    the first with its error bound; sync times mix their timestamps, so an error bound over
+    5% of the median sync makes the run not faithful (emulation/clock.py `faithful`); `cpu` is
+    then `worst_cpu` of every server's monitor, and without the other servers' the CPU
+    invariant is unverified."""
     reasons = []
+    cluster_unverified = {}
+    if clocks:
+        from emulation.clock import Offset, faithful as clocks_faithful
+        if median_sync:  # no completed sync: no sync time for the clocks to blur
+            ok, why = clocks_faithful([Offset(**o) for o in clocks.values()], median_sync)
+            if not ok:
+                reasons.append(why)
+        if not (cpu or {}).get("servers_cpu"):
+            cluster_unverified["cluster_cpu"] = "the CPU of servers other than the first was not measured"
     for key, o in (overruns or {}).items():
         if o.get("overran"):
             reasons.append(f"{key.removesuffix('_seconds')} overran its stated cost in {o['overran']} of "
@@ -269,7 +303,7 @@ def fidelity(calibration: dict | None, cpu: dict | None, capture: dict | None, b
         if r2 is None or r2 < MIN_R2:
             reasons.append(f"the a + b*m fit of the link probe has R^2 {r2 if r2 is None else round(r2, 3)} < "
                            f"{MIN_R2}: the plan rests on a poor cost model")
-    unverified: dict = {}  # what -> why not
+    unverified: dict = dict(cluster_unverified)  # what -> why not
     classes = (calibration or {}).get("classes") or {}
     for cls, c in classes.items():
         if not c.get("ok", False):
@@ -325,6 +359,8 @@ def fidelity(calibration: dict | None, cpu: dict | None, capture: dict | None, b
             "workers_starved_percent": None if starved is None else round(100 * starved, 1),
             "workers_cpu_percent": None if not (cpu or {}).get("workers_cores")
             else round(100 * cpu["workers_cores"]["mean"], 1),
+            **({"servers_cpu": cpu["servers_cpu"], "worst_server": cpu["worst_server"]}
+               if (cpu or {}).get("servers_cpu") else {}),
             "busiest_link": busiest, "capture_drops": drops,
             "calibration": {k: v.get("ratio") for k, v in classes.items()}}
 
@@ -665,8 +701,13 @@ def analyze_run(run_dir: Path) -> dict:
         })
         if job.get("background"):
             rec["background"] = background_summary(topo, job["background"], meas)
-    fid = fidelity(_load(run_dir / "calibration.json"), _load(run_dir / "cpu.json"), capture, busiest,
-                   link_probe(run_dir, job), rec.get("charged_overruns"), (meas or {}).get("traffic_bins"))
+    cpu = _load(run_dir / "cpu.json")
+    others = [_load(p) for p in sorted(run_dir.glob("cpu-server*.json"))]
+    if cpu and others:  # several servers: each judged like this machine, the worst one decides
+        cpu = worst_cpu([cpu] + [o for o in others if o])
+    fid = fidelity(_load(run_dir / "calibration.json"), cpu, capture, busiest,
+                   link_probe(run_dir, job), rec.get("charged_overruns"), (meas or {}).get("traffic_bins"),
+                   (_load(run_dir / "cluster.json") or {}).get("clock_offsets"), rec.get("median_sync_seconds"))
     (run_dir / "fidelity.json").write_text(json.dumps(fid, indent=1))
     rec["fidelity"] = fid
     rec["faithful"] = fid["faithful"]

@@ -18,8 +18,10 @@ def path_links(topo, src: str, dst: str) -> list:
     return [topo.link_of(tx) for tx, _ in topo.route(src, topo.host_nics(dst)[0].ip)]
 
 
-def calibration_pairs(topo) -> dict:
-    """link class -> (src host, dst host, configured bottleneck Mbit/s, classes crossed)."""
+def calibration_pairs(topo, crossing=()) -> dict:
+    """link class -> (src host, dst host, configured bottleneck Mbit/s, classes crossed); with
+    `crossing` (the links between servers of a cluster, issue #22) also "crossing": the
+    closest pair whose path takes one of them."""
     hosts = topo.hosts()
     classes = topo.link_classes()
     found: dict = {}
@@ -34,12 +36,17 @@ def calibration_pairs(topo) -> dict:
             if any(link.cls == cls for link in links):
                 found[cls] = (src, dst, min(link.bw for link in links), sorted({link.cls for link in links}))
                 break
+    tunnels = {(link.a, link.b) for link in crossing}
+    for _, dst, links in candidates:
+        if any((link.a, link.b) in tunnels for link in links):
+            found["crossing"] = (src, dst, min(link.bw for link in links), sorted({link.cls for link in links}))
+            break
     return found
 
 
-def calibrate(net, topo, seconds: float = 2.0, log=print) -> dict:
+def calibrate(net, topo, seconds: float = 2.0, log=print, crossing=()) -> dict:
     result = {"tool": "iperf3", "seconds": seconds, "tolerance": TOLERANCE, "classes": {}}
-    for cls, (src, dst, bottleneck, crossed) in calibration_pairs(topo).items():
+    for cls, (src, dst, bottleneck, crossed) in calibration_pairs(topo, crossing).items():
         server, client = net.host(dst), net.host(src)
         ip = topo.host_nics(dst)[0].ip
         srv = server.popen(["iperf3", "-s", "-1", "-p", "5201"])

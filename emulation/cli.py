@@ -97,6 +97,8 @@ def cmd_run(args) -> int:
                           capture=False if args.no_capture else None,
                           crash=_crash(args.inject_crash), link_down=_link_down(args.link_down),
                           link_bw=_link_bw(args.link_bw), background=args.background)
+        if args.cluster or args.ssh_config:
+            cfg.cluster = _cluster(cfg.cluster, args.cluster, args.ssh_config)
         specs = cfg.topologies if isinstance(cfg.topologies, (list, tuple, dict)) else [cfg.topologies]
         for spec in dict.fromkeys(specs):  # before anything is built: sizes first
             problem = emulation_problem(spec)
@@ -114,9 +116,17 @@ def cmd_run(args) -> int:
     from emulation.runner import OutputError, run_experiment
     from emulation.state import LockedError
 
+    servers = None
+    if cfg.cluster:  # every server answers, the same everywhere, before anything starts
+        from emulation.cluster import ClusterError, parse, preflight
+        try:
+            servers = preflight(parse(cfg.cluster), cfg.out, log=lambda m: print(f"syncbed: {m}", flush=True))
+        except ClusterError as e:
+            print(f"syncbed: {e}", file=sys.stderr)
+            return 2
     print(f"syncbed: {len(runs)} runs: " + "; ".join(r.label for r in runs), flush=True)
     try:
-        out = run_experiment(cfg, runs, log=lambda m: print(m, flush=True))
+        out = run_experiment(cfg, runs, log=lambda m: print(m, flush=True), servers=servers)
     except (LockedError, OutputError) as e:
         print(f"syncbed: {e}", file=sys.stderr)
         return 2
@@ -126,6 +136,16 @@ def cmd_run(args) -> int:
         print(f"syncbed: experiment FAILED: {summary['error']}", file=sys.stderr)
         return 130 if "interrupted" in (summary["error"] or "") else 1
     return 0
+
+
+def _cluster(block, servers: str | None, ssh_config: str | None):
+    """`--cluster a,b` and `--ssh-config F` over the file's `cluster:` block."""
+    block = dict(block) if isinstance(block, dict) else ({"servers": block} if block else {})
+    if servers:
+        block["servers"] = [s for s in servers.split(",") if s.strip()]
+    if ssh_config:
+        block["ssh_config"] = ssh_config
+    return block
 
 
 def _link_bw(items):
@@ -521,6 +541,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", help="results folder (default results/)")
     r.add_argument("--no-calibrate", action="store_true")
     r.add_argument("--no-capture", action="store_true")
+    r.add_argument("--cluster", metavar="SERVER,SERVER[,...]",
+                   help="emulate over several servers (ssh targets as root; the first is this machine); "
+                        "docs/CLUSTER.md")
+    r.add_argument("--ssh-config", metavar="FILE", help="with --cluster: the ssh config for every ssh to the servers")
     r.add_argument("--inject-crash", metavar="RANK:ITER", help="fault injection: that rank exits at that iteration")
     r.add_argument("--link-down", metavar="NIC@SECONDS",
                    help="fault injection: take the link of that host NIC down that many seconds into each run")

@@ -30,7 +30,7 @@ import yaml
 
 from emulation import background
 from topologies import spec as topo_spec
-from topologies.placement import PLACEMENTS, place
+from topologies.placement import PLACEMENTS, place, place_on_servers
 from workloads.algorithms import base
 
 
@@ -76,6 +76,9 @@ class RunConfig:
     # the real cluster a run stands for, by its all-reduce cost model (MG-WFBP's a, b): the
     # runner measures the emulated a, b and scales sizes and compute to it (linkmodel.stand_in)
     real_setting: dict | None = None  # {name, alpha (s), beta (s/byte), backward_s (optional, s)}
+    # several servers (issue #22, emulation/cluster.py): [ssh targets] or {servers, placement,
+    # capacity, ssh_config}; the first server is this machine
+    cluster: object = None
     train: bool = False  # real training on scikit-learn's digits: model a key of training.TRAIN_MODELS
     lr: float = 0.1
     batch: int = 32  # per worker, in training mode
@@ -207,6 +210,7 @@ def validate(cfg: RunConfig) -> list[PlannedRun]:
 
     check_sparsity(cfg.sparsity)
     flows = background.parse(cfg.background)
+    cluster = _check_cluster(cfg)
     if cfg.placement not in PLACEMENTS:
         raise ValueError(f"placement {cfg.placement!r} is unknown; valid: {', '.join(PLACEMENTS)}")
     for spec, algos in cfg.matrix():
@@ -235,6 +239,10 @@ def validate(cfg: RunConfig) -> list[PlannedRun]:
         loaded.append(m)
     topos = {spec: topo_spec.build(spec, bw=cfg.bw, link_bw=cfg.link_bw or None, ecmp=cfg.ecmp)
              for spec, _ in cfg.matrix()}
+    if cluster:
+        for t in topos.values():
+            place_on_servers(t, list(cluster.servers), cluster.capacities(),
+                             cluster.placement if isinstance(cluster.placement, dict) else None)
     runs = []
     for (spec, algos), model in ((x, m) for m in loaded for x in cfg.matrix()):
         topo = topos[spec]
@@ -269,6 +277,22 @@ def validate(cfg: RunConfig) -> list[PlannedRun]:
         if not 0 <= r < min(run.workers + run.servers for run in runs):
             raise ValueError(f"crash rank {r} is not a rank of every run")
     return runs
+
+
+def _check_cluster(cfg: RunConfig):
+    """The cluster block (None without one), and what does not run across servers yet."""
+    from emulation.cluster import parse
+
+    spec = parse(cfg.cluster)
+    if spec is None:
+        return None
+    unsupported = [k for k, v in (("background", cfg.background), ("crash", cfg.crash),
+                                  ("link_down", cfg.link_down), ("train", cfg.train), ("ddp", cfg.ddp),
+                                  ("real_setting", cfg.real_setting)) if v]
+    if unsupported:
+        raise ValueError(f"cluster: {unsupported[0]} does not run across servers yet (docs/CLUSTER.md); "
+                         "run it on one server")
+    return spec
 
 
 REAL_SETTING_KEYS = ("name", "alpha", "beta", "backward_s", "workers", "network")

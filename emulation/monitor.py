@@ -92,20 +92,22 @@ class CpuMonitor:
                  "machine_busy": (cur["busy"] - prev["busy"]) / max(cur["total"] - prev["total"], 1e-9),
                  "ovs_cores": _rate(cur["ovs"], prev["ovs"], dt),
                  "ovs_wait": _rate(cur["ovs_wait"], prev["ovs_wait"], dt),
-                 "workers_cores": (cur["workers"] - prev["workers"]) / dt,
-                 "workers_wait": (cur["workers_wait"] - prev["workers_wait"]) / dt / max(len(self.worker_pids), 1),
+                 "workers_cores": _delta(cur["workers"], prev["workers"]) / dt,
+                 "workers_wait": _delta(cur["workers_wait"], prev["workers_wait"]) / dt
+                 / max(len(self.worker_pids), 1),
                  # of the CPU time the workers asked for, the share they had to wait for
-                 "workers_starved": _share(cur["workers_wait"] - prev["workers_wait"],
-                                           cur["workers_run"] - prev["workers_run"])}
+                 "workers_starved": _share(_delta(cur["workers_wait"], prev["workers_wait"]),
+                                           _delta(cur["workers_run"], prev["workers_run"]))}
             self.samples.append(s)
             prev = cur
 
     def _read(self) -> dict:
         busy, total = _machine()
-        w = sum(c for c in (_proc_cpu(p) for p in self.worker_pids) if c is not None)
-        st = [x for x in (_schedstat(p) for p in self.worker_pids) if x is not None]
-        return {"t": time.time(), "busy": busy, "total": total, "workers": w,
-                "workers_wait": sum(x[1] for x in st), "workers_run": sum(x[0] for x in st),
+        cpu = {p: c for p in self.worker_pids if (c := _proc_cpu(p)) is not None}
+        st = {p: x for p in self.worker_pids if (x := _schedstat(p)) is not None}
+        # per pid: a worker that exits between two samples drops out of both, not out of one
+        return {"t": time.time(), "busy": busy, "total": total, "workers": cpu,
+                "workers_wait": {p: x[1] for p, x in st.items()}, "workers_run": {p: x[0] for p, x in st.items()},
                 "ovs": _proc_cpu(self.ovs) if self.ovs else None,
                 "ovs_wait": _sched_wait(self.ovs) if self.ovs else None}
 
@@ -132,9 +134,59 @@ class CpuMonitor:
         return {"mean": sum(vals) / len(vals), "max": max(vals)} if vals else None
 
 
+def _delta(cur: dict, prev: dict) -> float:
+    """Sum over the pids sampled both times of cur - prev."""
+    return sum(v - prev[p] for p, v in cur.items() if p in prev)
+
+
 def _share(wait, run):
     return wait / (wait + run) if wait + run > 1e-3 else None
 
 
 def _rate(cur, prev, dt):
     return (cur - prev) / dt if cur is not None and prev is not None else None
+
+
+# ---- on another server of a cluster (docs/CLUSTER.md) -------------------------------------
+def marked_workers(tag: str) -> list[int]:
+    """This server's worker processes of run `tag` (started with SYNCBED_RUN=<tag>)."""
+    pids = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            env = (d / "environ").read_bytes().split(b"\0")
+            cmd = (d / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if f"SYNCBED_RUN={tag}".encode() in env and b"workloads.worker" in cmd:
+            pids.append(int(d.name))
+    return pids
+
+
+def main(argv=None) -> int:
+    """`python -m emulation.monitor --tag RUN --out FILE`: sample this server's ovs-vswitchd and
+    the workers of run RUN until SIGINT or SIGTERM, then write the result to FILE."""
+    import argparse
+    import json
+    import signal
+
+    ap = argparse.ArgumentParser(prog="python -m emulation.monitor")
+    ap.add_argument("--tag", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--interval", type=float, default=0.5)
+    args = ap.parse_args(argv)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    mon = CpuMonitor(marked_workers(args.tag), args.interval).start()
+    print("monitoring", flush=True)
+    stop.wait()
+    result = mon.stop()
+    result["workers"] = len(mon.worker_pids)
+    Path(args.out).write_text(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -7,6 +7,11 @@ userspace datapath under a remote Ryu controller, TSO/GSO/GRO off and jumbo fram
 every interface, IP forwarding and host routes for BCube's server relaying, static ARP.
 Everything it creates is recorded in the run's `State` first, so teardown and
 `syncbed clean` can undo a run that died half way.
+
+Over several servers (`cluster`: the preflighted `emulation.cluster.Server`s and a
+`topologies.placement.Placement`), Mininet's cluster edition builds it instead
+(`emulation/remote.py`: VXLAN between servers), and every root-namespace command here runs
+on the server that owns the switch (`_on`).
 """
 from __future__ import annotations
 
@@ -65,8 +70,11 @@ class ListeningController(RemoteController):
 
 
 class Network:
-    def __init__(self, topo, controller_port: int, state, run_tag: str, mtu: int = 9000, log=print):
+    def __init__(self, topo, controller_port: int, state, run_tag: str, mtu: int = 9000, log=print,
+                 cluster=None, scratch=None):
         self.topo = topo
+        self.cluster = cluster  # (servers, placement) or None
+        self.scratch = scratch  # where the hosts' command files go (a folder every server sees)
         self.port = controller_port
         self.state = state
         self.tag = run_tag
@@ -80,15 +88,18 @@ class Network:
         setLogLevel("error")
         t0 = time.time()
         topo = self.topo
-        switch = partial(OVSSwitch, datapath="user", protocols="OpenFlow13", failMode="secure")
-        self.net = Mininet(topo=DescribedTopo(description=topo), switch=switch, link=TCLink,
-                           controller=None, build=False, autoSetMacs=False, waitConnected=False)
+        if self.cluster:
+            self.net = self._cluster_mininet()
+        else:
+            switch = partial(OVSSwitch, datapath="user", protocols="OpenFlow13", failMode="secure")
+            self.net = Mininet(topo=DescribedTopo(description=topo), switch=switch, link=TCLink,
+                               controller=None, build=False, autoSetMacs=False, waitConnected=False)
         self.net.addController(ListeningController("c0", ip="127.0.0.1", port=self.port))
         # record names before they exist: a crash inside build() must still be undone
-        self.state.add("bridges", *topo.switches())
-        self.state.add("intfs", *[i.name for i in topo.intfs.values() if topo.nodes[i.node].kind == "switch"])
+        self.state.add("bridges", *self._mine(topo.switches()))
+        self.state.add("intfs", *self._mine(self._switch_intfs()))
         self.net.build()
-        self.state.add("pids", *[h.pid for h in self.net.hosts])
+        self.state.add("pids", *[h.pid for h in self.net.hosts if not getattr(h, "isRemote", False)])
         self.net.start()
         self._configure_switches()
         self._configure_hosts()
@@ -105,20 +116,75 @@ class Network:
     def host(self, name: str):
         return self.net.get(name)
 
+    # ---- several servers -----------------------------------------------------------
+    def _cluster_mininet(self):
+        from emulation import remote
+        servers, placement = self.cluster
+        first = servers[0]
+        mn_name = {s.name: ("localhost" if s.local else s.name) for s in servers}
+        underlay = {mn_name[s.name]: s.ip for s in servers}
+        cfg = first.ssh_config
+        run_on = {mn_name[s.name]: (lambda script, _s=s: self._on(_s, script)) for s in servers}
+        host, switch, link = remote.classes(cfg, self.tag, self.mtu, underlay, run_on)
+        for s in servers[1:]:  # recorded before anything exists there
+            self.state.add("remote", {"server": s.name, "ssh_config": cfg, "tag": self.tag,
+                                      "intfs": [i for i in self._switch_intfs() if self.server_of(i) is s]})
+        return remote.SyncbedCluster(
+            topo=DescribedTopo(description=self.topo), host=host, link=link, controller=None, build=False,
+            switch=partial(switch, datapath="user", protocols="OpenFlow13", failMode="secure"),
+            autoSetMacs=False, waitConnected=False, servers=[mn_name[s.name] for s in servers],
+            serverIP=underlay, user="root", precheck=False,
+            placement=remote.placer(placement.server_of, first.name))
+
+    def server_of(self, node_or_intf: str):
+        """The `Server` that owns a node (or an interface, by its node); None without a cluster."""
+        if not self.cluster:
+            return None
+        servers, placement = self.cluster
+        node = node_or_intf if node_or_intf in self.topo.nodes else self.topo.intfs[node_or_intf].node
+        name = placement.server_of[node]
+        return next(s for s in servers if s.name == name)
+
+    def _mine(self, names):
+        """The nodes or interfaces among `names` that live on this machine."""
+        return [n for n in names if self.server_of(n) is None or self.server_of(n).local]
+
+    def _switch_intfs(self) -> list[str]:
+        return [i.name for i in self.topo.intfs.values() if self.topo.nodes[i.node].kind == "switch"]
+
+    def _by_server(self, names):
+        """[(server or None for this machine without a cluster, names on it)], this machine first."""
+        if not self.cluster:
+            return [(None, list(names))]
+        out = []
+        for s in self.cluster[0]:
+            mine = [n for n in names if self.server_of(n) is s]
+            if mine:
+                out.append((s, mine))
+        return out
+
+    def _on(self, server, script: str) -> str:
+        """Run shell `script` in the root namespace of `server` (None: this machine)."""
+        if server is None or server.local:
+            return _run(["sh", "-s"], stdin=script)
+        p = server.run("sh -s", stdin=script, timeout=120)
+        if p.returncode != 0:
+            raise RuntimeError(f"on {server.name}: {(p.stderr or p.stdout).strip()[:300]}")
+        return p.stdout
+
     # ---- configuration -------------------------------------------------------------
     def _configure_switches(self):
-        topo = self.topo
-        sw_intfs = [i.name for i in topo.intfs.values() if topo.nodes[i.node].kind == "switch"]
-        vs = ["ovs-vsctl", "--timeout=30"]
-        for s in topo.switches():
-            vs += ["--", "set", "bridge", s, f"external_ids:syncbed={self.tag}",
-                   "--", "set", "interface", s, f"mtu_request={self.mtu}"]
-        for i in sw_intfs:
-            vs += ["--", "set", "interface", i, f"mtu_request={self.mtu}"]
-        _run(vs)
-        script = "\n".join(f"ethtool -K {i} {OFFLOADS} >/dev/null 2>&1; ip link set {i} mtu {self.mtu}"
-                           for i in sw_intfs)
-        _run(["sh", "-s"], stdin=script)  # on stdin: one argument holds at most 128 KiB
+        for server, switches in self._by_server(self.topo.switches()):
+            sw_intfs = [i.name for s in switches for i in self.topo.node_intfs(s)]
+            vs = ["ovs-vsctl", "--timeout=30"]
+            for s in switches:
+                vs += ["--", "set", "bridge", s, f"external_ids:syncbed={self.tag}",
+                       "--", "set", "interface", s, f"mtu_request={self.mtu}"]
+            for i in sw_intfs:
+                vs += ["--", "set", "interface", i, f"mtu_request={self.mtu}"]
+            # on stdin: one argument holds at most 128 KiB
+            self._on(server, shlex.join(vs) + "\n" + "\n".join(
+                f"ethtool -K {i} {OFFLOADS} >/dev/null 2>&1; ip link set {i} mtu {self.mtu}" for i in sw_intfs))
 
     def _configure_hosts(self):
         # Each host runs a short `sh FILE` instead of its configuration as one command line:
@@ -128,7 +194,7 @@ class Network:
         # cut `ip neigh`). `ip -batch` also runs all address, ARP and route changes in one
         # process instead of one `ip` per entry.
         relay = any(self.topo.routes.values())
-        tmp = Path(tempfile.mkdtemp(prefix="syncbed-hosts-"))
+        tmp = Path(tempfile.mkdtemp(prefix="syncbed-hosts-", dir=self.scratch))
         try:
             for name in self.topo.hosts():
                 shell, batch = host_commands(self.topo, name, self.mtu, relay)
@@ -150,7 +216,7 @@ class Network:
         failures: list[str] = []
         # targets in a file, not on the command line: 889 addresses (BCube(2,7)) are over the
         # pty's 4095 characters, and a `for` cut short leaves the shell waiting for `done`
-        tmp = Path(tempfile.mkdtemp(prefix="syncbed-ping-"))
+        tmp = Path(tempfile.mkdtemp(prefix="syncbed-ping-", dir=self.scratch))
         try:
             for name in hosts:
                 (tmp / name).write_text("".join(f"{ip}\n" for o in hosts if o != name for ip in ips[o]))
@@ -205,16 +271,18 @@ def qdisc_drops(tc_json: str, names) -> dict:
 def drop_counters(net, topo) -> dict:
     """Drops at every queue a packet crosses: HTB on both ends of each link, and OVS's
     own per-port drops (its packet sockets overflowing when ovs-vswitchd falls behind)."""
-    sw = {i.name for i in topo.intfs.values() if topo.nodes[i.node].kind == "switch"}
-    drops = {"qdisc": qdisc_drops(_run(["tc", "-s", "-j", "qdisc", "show"]), sw), "ovs": {}}
+    drops = {"qdisc": {}, "ovs": {}}
+    for server, names in net._by_server(net._switch_intfs()):  # each server's root namespace
+        sw = set(names)
+        drops["qdisc"].update(qdisc_drops(net._on(server, "tc -s -j qdisc show"), sw))
+        out = net._on(server, "ovs-vsctl --timeout=20 --format=json --columns=name,statistics list interface")
+        for name, stats in json.loads(out)["data"]:
+            if name in sw:
+                st = dict(stats[1])
+                drops["ovs"][name] = int(st.get("rx_dropped", 0)) + int(st.get("tx_dropped", 0))
     for name in topo.hosts():
         nics = {n.name for n in topo.host_nics(name)}
         drops["qdisc"].update(qdisc_drops(net.host(name).cmd("tc -s -j qdisc show"), nics))
-    out = _run(["ovs-vsctl", "--timeout=20", "--format=json", "--columns=name,statistics", "list", "interface"])
-    for name, stats in json.loads(out)["data"]:
-        if name in sw:
-            st = dict(stats[1])
-            drops["ovs"][name] = int(st.get("rx_dropped", 0)) + int(st.get("tx_dropped", 0))
     drops["tcp"] = tcp_counters(net, topo.hosts())
     return drops
 

@@ -62,8 +62,9 @@ def _write_json(path: Path, obj) -> None:
 
 
 class Experiment:
-    def __init__(self, cfg, runs, log=print):
+    def __init__(self, cfg, runs, log=print, servers=None):
         self.cfg, self.runs, self.log = cfg, runs, log
+        self.servers = servers  # emulation.cluster.Server list (preflighted), or None: this machine only
         self.t0 = time.time()
         stamp = time.strftime("%Y%m%d-%H%M%S")
         self.out = Path(cfg.out).resolve() / f"{stamp}-{_slug(cfg.name)}"
@@ -77,6 +78,7 @@ class Experiment:
         self.pool = None  # the worker processes kept across runs on the same hosts (workers.Pool)
         self.pools = 0
         self.pending = None  # the previous run's analysis, running while this one measures
+        self.offsets: dict = {}  # server name -> clock.Offset against this machine (several servers)
 
     # ---- top level ---------------------------------------------------------------------
     def run(self) -> Path:
@@ -169,7 +171,9 @@ class Experiment:
             ctrl = Controller(tjson, tdir).start()
             self.state.add("pgids", ctrl.pid)
             self.active.append(ctrl)
-            net = Network(topo, ctrl.port, self.state, run_tag=self.out.name, mtu=self.cfg.mtu)
+            cluster, mtu = self._cluster_for(topo, ctrl.port, tdir)
+            net = Network(topo, ctrl.port, self.state, run_tag=self.out.name, mtu=mtu, cluster=cluster,
+                          scratch=tdir if cluster else None)
             self.active.append(net)
             net.start()
             ctrl.wait_ready(60)
@@ -179,7 +183,8 @@ class Experiment:
             if fails:
                 raise RuntimeError(f"{len(fails)} host pairs cannot reach each other, e.g. {', '.join(fails[:3])}")
             self.log(f"  network + controller ready in {ready:.1f} s; all pairs reachable ({reach:.1f} s)")
-            calib = calibrate(net, topo, log=self.log) if self.cfg.calibrate else None
+            calib = calibrate(net, topo, log=self.log, crossing=cluster[1].crossing if cluster else ()) \
+                if self.cfg.calibrate else None
             if calib:
                 _write_json(tdir / "calibration.json", calib)
             self.summary["networks"].append({"topology": name, "ready_seconds": round(ready, 2),
@@ -196,6 +201,72 @@ class Experiment:
                 thing.stop()
                 self.active.remove(thing)
         self._collect()
+
+    def _cluster_for(self, topo, port, tdir):
+        """Over several servers: the placement (said before anything is built there), the
+        controller's port forwarded to every other server, each server's clock offset, and the
+        MTU the underlay leaves. -> ((servers, placement) or None, MTU)."""
+        if not self.servers:
+            return None, self.cfg.mtu
+        from emulation import clock
+        from emulation.cluster import ControllerTunnel, emulated_mtu, parse
+        from topologies.placement import place_on_servers
+
+        spec = parse(self.cfg.cluster)
+        placement = place_on_servers(topo, [s.name for s in self.servers], spec.capacities(),
+                                     spec.placement if isinstance(spec.placement, dict) else None)
+        self.log(f"  cluster: {placement.summary()}")
+        tunnel = ControllerTunnel(self.servers, port, self.state).__enter__()
+        self.active.append(_Stoppable(tunnel.__exit__))
+        self.offsets = {s.name: clock.probe(s.ssh(), server=s.name) for s in self.servers if not s.local}
+        offsets = {n: dataclasses.asdict(o) for n, o in self.offsets.items()}
+        mtu = emulated_mtu(self.servers, self.cfg.mtu)
+        info = {"servers": [{"name": s.name, "ip": s.ip, "shared_fs": s.shared_fs, **s.facts} for s in self.servers],
+                "placement": {s: placement.hosts_on(s) + placement.switches_on(s) for s in placement.servers},
+                "crossing_links": [[link.a, link.b, link.cls] for link in placement.crossing],
+                "clock_offsets": offsets, "mtu": mtu}
+        _write_json(tdir / "cluster.json", info)
+        self.cluster_info = info
+        self.summary.setdefault("cluster", []).append({"topology": topo.name, **info})
+        self._save()
+        for name, o in offsets.items():
+            self.log(f"  clock of {name}: {1e3 * o['offset']:+.3f} ms +- {1e3 * o['error']:.3f} ms")
+        return (self.servers, placement), mtu
+
+    def _capture(self, net, rdir, sw_intfs):
+        """This machine's capture of its switch ports, with one per other server merged into it."""
+        if not self.servers:
+            return Capture(rdir, sw_intfs, self.state, enabled=self.cfg.capture)
+        from emulation.capture import RemoteCapture
+        groups = net._by_server(sw_intfs)
+        local = [i for srv, names in groups if srv.local for i in names]
+        remotes = [RemoteCapture(srv, rdir, names, self.out.name, self.servers.index(srv), self.state)
+                   for srv, names in groups if not srv.local]
+        return Capture(rdir, local, self.state, enabled=self.cfg.capture, remotes=remotes,
+                       offsets={n: o.offset for n, o in self.offsets.items()})
+
+    def _remote_monitors(self, rdir) -> list:
+        """The CPU monitor of each other server (cpu-server<k>.json in the run's folder)."""
+        from emulation.cluster import RemoteMonitor
+        return [RemoteMonitor(s, self.out.name, rdir / f"cpu-server{k}.json", self.state).start()
+                for k, s in enumerate(self.servers or []) if not s.local]
+
+    def _correct_clocks(self, net, run, rdir) -> dict:
+        """Put the event logs of ranks on other servers on this machine's clock (their offset
+        measured before the network started). -> {rank: offset s}"""
+        from emulation import clock
+        from workloads.eventlog import read_events
+
+        done = {}
+        for rank, host in enumerate(run.hosts):
+            srv = net.server_of(host)
+            log = rdir / "workers" / f"rank{rank}.jsonl"
+            if srv.local or srv.name not in self.offsets or not log.exists():
+                continue
+            fixed = clock.correct_events(read_events(log)[0], self.offsets[srv.name])
+            log.write_text("".join(json.dumps(e) + "\n" for e in fixed))
+            done[rank] = self.offsets[srv.name].offset
+        return done
 
     def _measure_link(self, net, topo, tdir, runs):
         """Measure a, b where a planner needs them (or the experiment scales to a real
@@ -223,7 +294,7 @@ class Experiment:
     # ---- worker pools and analyses in the background ----------------------------------
     def _pool_for(self, run, net):
         """The pool for this run's hosts: the current one, or a new one (the old stopped)."""
-        if not self.cfg.reuse_workers:
+        if not self.cfg.reuse_workers or self.servers:  # the pool's fork server is local only
             return None
         if self.pool is not None and self.pool.fits(run.hosts):
             return self.pool
@@ -299,6 +370,8 @@ class Experiment:
         rdir = self.out / f"{run.index:02d}-{_slug(run.topology.name)}-{_slug(run.spec or run.algorithm)}-{_slug(run.model.spec.split(',')[0])}"
         rdir.mkdir()
         _write_json(rdir / "topology.json", run.topology.to_dict())
+        if self.servers:  # the analysis judges the clocks' error bound against the sync times
+            _write_json(rdir / "cluster.json", self.cluster_info)
         if calib:
             _write_json(rdir / "calibration.json", calib)
         if getattr(run, "probe", None):  # the fit this run was planned with: its verdict is the analysis's
@@ -317,8 +390,9 @@ class Experiment:
         self.active.append(bg)
         workers = Workers(net, run, job, rdir, self.state, log=self.log, pool=self._pool_for(run, net))
         self.active.append(workers)
-        capture = Capture(rdir, sw_intfs, self.state, enabled=cfg.capture)
+        capture = self._capture(net, rdir, sw_intfs)
         mon = None
+        remote_mons = []
         interrupted = None
         try:
             bg.start()  # concurrent jobs run before, during and after the workers
@@ -331,6 +405,7 @@ class Experiment:
             # Gloo's connection set-up) stays out of both
             self.active.append(capture.start())
             mon = CpuMonitor(workers.pids).start()
+            remote_mons = self._remote_monitors(rdir)
             (rdir / "go").touch()
             meta["connect_seconds"] = round(connect_s, 2)
             workers.wait(cfg.timeout, run.label, on_tick=self._fault_hook(net, run))
@@ -350,6 +425,11 @@ class Experiment:
         finally:
             if mon:
                 _write_json(rdir / "cpu.json", mon.stop())
+            for m in remote_mons:
+                try:
+                    m.stop()
+                except Exception as e:  # the verdict says the CPU there was not measured
+                    self.log(f"  the CPU monitor on {m.server.name} did not stop: {e}")
             workers.stop()
             self.active.remove(workers)
             bg.stop()
@@ -362,6 +442,8 @@ class Experiment:
             except Exception as e:  # counters are evidence, not a reason to lose the run
                 cap["queue_drops"] = {"error": str(e)}
             _write_json(rdir / "capture.json", cap)
+            if self.servers:
+                meta["clock_corrected_ranks"] = self._correct_clocks(net, run, rdir)
             meta["finished"] = time.time()
             _write_json(rdir / "run.json", meta)
         self._collect()  # the previous run's analysis, which ran while this one measured
@@ -422,5 +504,12 @@ def throughput(summary: dict, wall_seconds: float) -> dict:
             "overhead_fraction_without_warmup": round(1 - timed / wall_seconds, 4) if wall_seconds > 0 else None}
 
 
-def run_experiment(cfg, runs, log=print) -> Path:
-    return Experiment(cfg, runs, log).run()
+class _Stoppable:
+    """Something the teardown stops by calling `stop`."""
+
+    def __init__(self, stop):
+        self.stop = stop
+
+
+def run_experiment(cfg, runs, log=print, servers=None) -> Path:
+    return Experiment(cfg, runs, log, servers=servers).run()

@@ -56,12 +56,18 @@ class Lock:
             self.fd = None
 
 
+def _empty() -> dict:
+    # remote: what a cluster run made on another server, {server, ssh_config, tag, intfs}
+    # (emulation/cluster.py remote_cleanup)
+    return {"pids": [], "pgids": [], "bridges": [], "intfs": [], "remote": []}
+
+
 class State:
     """Append-only record of what this run created; persisted after every change."""
 
     def __init__(self, path: Path | None = None):
         self.path = Path(path or state_dir() / "state.json")
-        self.data = {"pids": [], "pgids": [], "bridges": [], "intfs": []}
+        self.data = _empty()
 
     def add(self, key: str, *values):
         for v in values:
@@ -82,7 +88,7 @@ class State:
         return s
 
     def clear(self):
-        self.data = {"pids": [], "pgids": [], "bridges": [], "intfs": []}
+        self.data = _empty()
         self.path.unlink(missing_ok=True)
 
 
@@ -181,6 +187,9 @@ def cleanup(state: State | None = None, verbose=False) -> list[str]:
         subprocess.run(["ip", "link", "del", i], capture_output=True)
     if left:
         done.append(f"deleted {len(left)} interfaces")
+    if state.data.get("remote"):
+        from emulation.cluster import remote_cleanup
+        done += remote_cleanup(state.data["remote"])
     state.clear()
     if kept_bridges:
         state.add("bridges", *kept_bridges)

@@ -209,7 +209,9 @@ class Workers:
 
     @property
     def pids(self) -> list[int]:
-        return [p.pid for p in self.procs.values()]
+        """This machine's worker processes (a rank on another server is an ssh here: not its CPU)."""
+        return [p.pid for r, p in self.procs.items()
+                if not getattr(self.net.host(self.run.hosts[r]), "isRemote", False)]
 
     def wait(self, timeout: float, label: str, on_tick=None) -> float:
         """Follow the workers until all exit; raise WorkerFailure on a crash or timeout."""

@@ -13,7 +13,7 @@ fi
 
 # 1. Debian packages. mininet brings mn/mnexec and the Python module for /usr/bin/python3.
 pkgs="mininet openvswitch-switch openvswitch-common tcpdump iperf3 ethtool iproute2 iputils-ping
-      procps psmisc python3-venv python3-dev python3-networkx python3-simgrid gcc make vagrant"
+      procps psmisc openssh-server openssh-client sudo python3-venv python3-dev python3-networkx python3-simgrid gcc make vagrant"
 missing=""
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

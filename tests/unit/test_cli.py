@@ -383,18 +383,18 @@ def test_state_add_persists(state_dir):
     s.add("bridges", "s0_0")
     s.add("intfs", "s0_0-eth1", "s0_0-eth2")
     on_disk = json.loads((state_dir / "state.json").read_text())
-    assert on_disk == {"pids": [11, 12], "pgids": [], "bridges": ["s0_0"], "intfs": ["s0_0-eth1", "s0_0-eth2"]}
+    assert on_disk == {"pids": [11, 12], "pgids": [], "bridges": ["s0_0"], "intfs": ["s0_0-eth1", "s0_0-eth2"], "remote": []}
     assert State.load().data == on_disk
     assert not list(state_dir.glob("*.tmp"))  # written atomically
     s.clear()
     assert not (state_dir / "state.json").exists()
-    assert State.load().data == {"pids": [], "pgids": [], "bridges": [], "intfs": []}
+    assert State.load().data == {"pids": [], "pgids": [], "bridges": [], "intfs": [], "remote": []}
 
 
 def test_state_load_tolerates_a_torn_file(state_dir):
     state_dir.mkdir(parents=True)
     (state_dir / "state.json").write_text('{"pids": [1, 2')
-    assert State.load().data == {"pids": [], "pgids": [], "bridges": [], "intfs": []}
+    assert State.load().data == {"pids": [], "pgids": [], "bridges": [], "intfs": [], "remote": []}
 
 
 class FakeSystem:
@@ -432,7 +432,7 @@ def test_cleanup_of_dead_pid_and_missing_bridge_and_interface_does_nothing(state
     assert not Path("/sys/class/net/sbtest-noif0").exists()
     assert cleanup(s) == []
     assert killed == [] and fake.commands == []
-    assert not s.path.exists() and s.data == {"pids": [], "pgids": [], "bridges": [], "intfs": []}
+    assert not s.path.exists() and s.data == {"pids": [], "pgids": [], "bridges": [], "intfs": [], "remote": []}
 
 
 def test_cleanup_removes_exactly_what_it_recorded(state_dir, monkeypatch):

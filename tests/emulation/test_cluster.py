@@ -1,0 +1,84 @@
+"""Emulation tier, several servers (issue #22): two "servers" on this machine
+(scripts/two_servers.sh: server 2 is a network and mount namespace with its own Open vSwitch
+and sshd, joined by a veth underlay), one experiment split over them by Mininet's cluster
+edition with VXLAN between them. Real OVS, Ryu, tc, Gloo workers and tcpdump on both.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from tests.emulation.test_emulation import ROOT, check_run, clean_machine, leftovers, results, syncbed  # noqa: F401
+
+pytestmark = pytest.mark.emulation
+SSH_CONFIG = "/run/syncbed/two-servers/ssh_config"
+SERVERS = "10.99.0.1,10.99.0.2"
+
+
+def on_server2(cmd: str) -> str:
+    return subprocess.run(["ssh", "-F", SSH_CONFIG, "10.99.0.2", cmd], capture_output=True, text=True,
+                          timeout=60).stdout
+
+
+def server2_leftovers() -> list[str]:
+    left = []
+    if on_server2("ovs-vsctl list-br").split():
+        left.append("bridges on server 2")
+    if "-eth" in on_server2("ip -o link"):
+        left.append("interfaces on server 2")
+    if on_server2("grep -l '^SYNCBED_RUN=' /proc/[0-9]*/environ 2>/dev/null | grep -v self").strip():
+        left.append("processes marked SYNCBED_RUN")
+    return left
+
+
+@pytest.fixture(scope="module")
+def two_servers():
+    up = subprocess.run(["bash", "scripts/two_servers.sh", "up"], cwd=ROOT, capture_output=True, text=True,
+                        timeout=120)
+    assert up.returncode == 0, up.stderr[-1000:]
+    yield ["--cluster", SERVERS, "--ssh-config", SSH_CONFIG]
+    subprocess.run(["bash", "scripts/two_servers.sh", "down"], cwd=ROOT, capture_output=True, timeout=120)
+
+
+def check_cluster(folder, summary, topo_crossing_class):
+    info = summary["cluster"][0]
+    assert [s["name"] for s in info["servers"]] == SERVERS.split(",")
+    assert info["crossing_links"] and {c[2] for c in info["crossing_links"]} == {topo_crossing_class}
+    off = info["clock_offsets"]["10.99.0.2"]
+    assert abs(off["offset"]) <= off["error"] + 1e-3, off  # one kernel clock: zero within the bound
+    calib = summary["networks"][0]["calibration"]["classes"]
+    assert "crossing" in calib and 0.95 <= calib["crossing"]["ratio"] <= 1.05, calib["crossing"]
+    assert not server2_leftovers(), server2_leftovers()
+
+
+def test_bcube_over_two_servers(tmp_path, two_servers):
+    p = syncbed("run", "--topo", "bcube,n=3,k=2", "--algo", "bml,ring", "--model", "synthetic,mb=1",
+                "--iters", "2", "--bw", "20", "--out", str(tmp_path), *two_servers)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    folder, summary = results(tmp_path)
+    assert summary["status"] == "ok", summary["error"]
+    for run in summary["runs"]:
+        check_run(run)  # the oracle and every port's bytes, the crossing ones included
+    check_cluster(folder, summary, "level1")
+
+
+def test_fattree_over_two_servers(tmp_path, two_servers):
+    p = syncbed("run", "--topo", "fattree,k=4", "--algo", "gloo,ps,gtopk", "--workers", "16",
+                "--model", "synthetic,mb=1", "--iters", "2", "--bw", "20", "--ecmp", "two-level",
+                "--out", str(tmp_path), *two_servers)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    folder, summary = results(tmp_path)
+    assert summary["status"] == "ok", summary["error"]
+    for run in summary["runs"]:
+        check_run(run)
+    check_cluster(folder, summary, "agg-core")
+
+
+def test_a_server_that_does_not_answer_is_refused_before_anything_starts(tmp_path, two_servers):
+    p = syncbed("run", "--topo", "bcube,n=3,k=2", "--algo", "ring", "--model", "synthetic,mb=1",
+                "--out", str(tmp_path), "--cluster", "10.99.0.1,10.99.0.3", "--ssh-config", SSH_CONFIG, timeout=120)
+    assert p.returncode == 2
+    assert "10.99.0.3" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert not leftovers() and not server2_leftovers()
