@@ -701,6 +701,8 @@ def analyze_run(run_dir: Path) -> dict:
         })
         if job.get("background"):
             rec["background"] = background_summary(topo, job["background"], meas)
+        if (capture or {}).get("underlay"):  # several servers: what the tunnels put on the underlay
+            rec["underlay_bytes"] = {dev: c["tx_bytes"] + c["rx_bytes"] for dev, c in capture["underlay"].items()}
     cpu = _load(run_dir / "cpu.json")
     others = [_load(p) for p in sorted(run_dir.glob("cpu-server*.json"))]
     if cpu and others:  # several servers: each judged like this machine, the worst one decides

@@ -48,8 +48,11 @@ class Capture:
     merged into one capture.pcap and ifindex.json when stopped (`offsets`: server name ->
     its clock's offset against this machine's, s), so that the analysis reads one file."""
 
-    def __init__(self, run_dir: Path, intfs: list[str], state, enabled: bool = True, remotes=(), offsets=None):
+    def __init__(self, run_dir: Path, intfs: list[str], state, enabled: bool = True, remotes=(), offsets=None,
+                 underlay=()):
         self.remotes = list(remotes)
+        self.underlay = list(underlay)  # this machine's devices toward the other servers: tunnel bytes
+        self.underlay_before = None
         self.offsets = offsets or {}
         self.run_dir = Path(run_dir)
         self.intfs = intfs
@@ -65,6 +68,7 @@ class Capture:
         ifindex = {int(Path(f"/sys/class/net/{i}/ifindex").read_text()): i for i in self.intfs}
         (self.run_dir / "ifindex.json").write_text(json.dumps(ifindex, indent=0))
         self.before = read_counters(self.intfs)
+        self.underlay_before = read_counters(self.underlay)
         if self.remotes:
             self._start_remotes()
         if not self.enabled:
@@ -124,6 +128,7 @@ class Capture:
                 if out.get(k) is not None and got.get(k) is not None:
                     out[k] += got[k]
         out["servers"] = parts
+        out["underlay"] = counter_delta(self.underlay_before or {}, read_counters(self.underlay))
         if self.enabled and self.pcap.exists():
             here = self.run_dir / "capture-server0.pcap"
             self.pcap.replace(here)

@@ -242,8 +242,9 @@ class Experiment:
         local = [i for srv, names in groups if srv.local for i in names]
         remotes = [RemoteCapture(srv, rdir, names, self.out.name, self.servers.index(srv), self.state)
                    for srv, names in groups if not srv.local]
+        underlay = sorted({_route_dev(s.ip) for s in self.servers if not s.local} - {None})
         return Capture(rdir, local, self.state, enabled=self.cfg.capture, remotes=remotes,
-                       offsets={n: o.offset for n, o in self.offsets.items()})
+                       offsets={n: o.offset for n, o in self.offsets.items()}, underlay=underlay)
 
     def _remote_monitors(self, rdir) -> list:
         """The CPU monitor of each other server (cpu-server<k>.json in the run's folder)."""
@@ -502,6 +503,12 @@ def throughput(summary: dict, wall_seconds: float) -> dict:
             "timed_seconds": round(timed, 2),
             "overhead_fraction": round(1 - measured / wall_seconds, 4) if wall_seconds > 0 else None,
             "overhead_fraction_without_warmup": round(1 - timed / wall_seconds, 4) if wall_seconds > 0 else None}
+
+
+def _route_dev(ip: str) -> str | None:
+    """This machine's interface toward `ip` (the underlay a cluster's tunnels take)."""
+    out = subprocess.run(["ip", "-o", "route", "get", ip], capture_output=True, text=True).stdout.split()
+    return out[out.index("dev") + 1] if "dev" in out else None
 
 
 class _Stoppable:
