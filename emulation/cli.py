@@ -223,7 +223,8 @@ def cmd_algos(args) -> int:
 
 
 # not in the run's files: what the runner knew (the configuration, the real setting a run stands for)
-RUNNER_KEYS = ("model_source", "time_dilation", "size_scale", "real_link_mbps", "real_backward_s", "link_model",
+RUNNER_KEYS = ("model_source", "time_dilation", "size_scale", "real_link_mbps", "real_backward_s", "real_compress_s",
+               "charged_seconds", "link_model",
                "real_setting", "stand_in")
 
 

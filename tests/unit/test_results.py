@@ -28,7 +28,7 @@ SOURCE_KEYS = {"capture_counts_from"}
 # - projection-*: SimGrid simulations, with no capture to re-read.
 # - convergence-gtopk: `syncbed train` on localhost, with no capture either.
 SUMMARY_ONLY_PREFIXES = (
-    "gtopk-scaling/", "mgwfbp-fattree",
+    "mgwfbp-fattree",
     "projection-", "convergence-gtopk",
 )
 

@@ -59,10 +59,11 @@ RESULTS_INDEX = {  # top folder -> its summaries (the experiments `syncbed run` 
     "hash-ecmp": ("hash-ecmp/bml-bcube32-vs-ps-fattree", "hash-ecmp/bml-bcube42-vs-ps-fattree"),
     **{f: (f,) for f in MGWFBP_ALL if "/" not in f},
     "mgwfbp-fattree4": tuple(f"mgwfbp-fattree4/{m}" for m in MGWFBP_MODELS),
-    "gtopk-scaling": tuple(f"gtopk-scaling/{m}/p{p}" for m in GTOPK_MODELS for p in (4, 8, 16, 32)),
+    "gtopk-scaling": tuple(f"gtopk-scaling/{m}/p{p}" for m in GTOPK_MODELS for p in (4, 8, 16)),
     "gtopk-scaling-fattree": tuple(f"gtopk-scaling-fattree/p{p}" for p in (4, 8, 16, 32)),
     "gtopk-charged": ("gtopk-charged/vgg16-p32-bw20", "gtopk-charged/vgg16-p32-bw5",
                       *(f"gtopk-charged/{m}-p32" for m in GTOPK_MODELS)),
+    "cluster-two-servers": ("cluster-two-servers/one-server", "cluster-two-servers/two-servers"),
     "forest-scenarios": tuple(f"forest-scenarios/{f}" for f in (*FOREST, *FOREST_VARIANTS)),
 }
 
