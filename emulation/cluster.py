@@ -241,27 +241,37 @@ def cleanup_script(tag: str | None, intfs=()) -> str:
     lines = [
         f"for e in /proc/[0-9]*/environ; do tr '\\0' '\\n' < $e 2>/dev/null | grep -q '^{want}' "
         "&& p=${e#/proc/} && kill -9 ${p%/environ} 2>/dev/null; done",
+        # csv quotes a value with '-' (syncbed=""2026...-experiment""): match the key, then the tag
         "for b in $(ovs-vsctl --timeout=10 --format=csv --no-headings --columns=name,external_ids list bridge "
-        f"2>/dev/null | grep 'syncbed={tag or ''}' | cut -d, -f1 | tr -d '\"'); do "
-        "ovs-vsctl --timeout=10 --if-exists del-br $b; done",
+        f"2>/dev/null | grep 'syncbed=' | grep -F -e {shlex.quote(tag or 'syncbed=')} | cut -d, -f1 | tr -d '\"'); "
+        "do ovs-vsctl --timeout=10 --if-exists del-br $b; done",
     ]
     lines += [f"ip link del {shlex.quote(i)} 2>/dev/null" for i in intfs]
+    # exit 3 while a bridge of the run is still there: the caller keeps it on record
+    lines.append("ovs-vsctl --timeout=10 --format=csv --no-headings --columns=name,external_ids list bridge "
+                 f"2>/dev/null | grep 'syncbed=' | grep -q -F -e {shlex.quote(tag or 'syncbed=')} && exit 3")
     return "\n".join(lines + ["true"]) + "\n"
 
 
-def remote_cleanup(entries: list[dict]) -> list[str]:
+def remote_cleanup(entries: list[dict]) -> tuple[list[str], list[dict]]:
     """Undo what runs recorded on other servers (State's "remote": {server, ssh_config, tag,
-    intfs}); returns what it did, or what it could not reach."""
-    done = []
+    intfs}). -> (what it did or could not do, the entries to keep on record: their server did
+    not answer or still has a bridge of the run)."""
+    done, kept = [], []
     for e in entries:
         srv = Server(e["server"], "", False, e.get("ssh_config"))
         try:
             p = srv.run("sh -s", stdin=cleanup_script(e.get("tag"), e.get("intfs", [])), timeout=120)
-            done.append(f"cleaned run {e.get('tag')} on {srv.name}" if p.returncode == 0
-                        else f"could not clean {srv.name}: {' '.join((p.stderr or '').split())[:120]}")
         except subprocess.TimeoutExpired:
-            done.append(f"could not clean {srv.name}: ssh timed out")
-    return done
+            p = None
+        if p is not None and p.returncode == 0:
+            done.append(f"cleaned run {e.get('tag')} on {srv.name}")
+        else:
+            why = "ssh timed out" if p is None else ("a bridge of the run is still there" if p.returncode == 3
+                                                      else " ".join((p.stderr or "").split())[:120])
+            done.append(f"could not clean {srv.name} ({why}); kept on record for syncbed clean")
+            kept.append(e)
+    return done, kept
 
 
 # ---- CPU of another server ---------------------------------------------------------------------

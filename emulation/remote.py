@@ -25,6 +25,7 @@ from itertools import groupby
 from operator import attrgetter
 import shlex
 import subprocess
+import zlib
 
 from mininet.examples.cluster import MininetCluster, Placer, RemoteHost, RemoteLink, RemoteOVSSwitch
 from mininet.link import Link, TCIntf
@@ -100,7 +101,10 @@ def classes(ssh_config: str | None, run_tag: str, mtu: int, underlay_ip: dict, r
                 OVSSwitch.batchStartup(tuple(group), run=lambda cmds, _s=server, **_kw: run_on[_s](cmds))
             return switches
 
-    vnis = itertools.count(1)
+    # VNIs start at a per-run base: a killed run's host namespaces are destroyed by the kernel
+    # asynchronously, and until then their VXLAN devices hold their VNIs ("A VXLAN device with
+    # the specified VNI already exists" for the next run's first link, measured)
+    vnis = itertools.count(1 + zlib.crc32(run_tag.encode()) % 1600 * 10_000)
 
     class VXLANLink(RemoteLink):
         """A TCLink (HTB on both ends) that is a VXLAN tunnel when its ends are on two servers."""
@@ -166,4 +170,6 @@ def remote_command(pid: int, cmd: list[str], run_tag: str, cwd: str | None, env:
     keep["SYNCBED_RUN"] = run_tag
     line = " ".join(f"{k}={shlex.quote(str(v))}" for k, v in sorted(keep.items()))
     head = f"cd {shlex.quote(cwd)} && " if cwd else ""
-    return f"{head}exec env {line} mnexec -da {int(pid)} {shlex.join(cmd)}"
+    # not mnexec -d: under sshd the command is a session leader already, so -d would fork and
+    # ssh would return the parent's 0 instead of the worker's exit status (a crash went unseen)
+    return f"{head}exec env {line} mnexec -a {int(pid)} {shlex.join(cmd)}"

@@ -187,10 +187,14 @@ def cleanup(state: State | None = None, verbose=False) -> list[str]:
         subprocess.run(["ip", "link", "del", i], capture_output=True)
     if left:
         done.append(f"deleted {len(left)} interfaces")
+    kept_remote = []
     if state.data.get("remote"):
         from emulation.cluster import remote_cleanup
-        done += remote_cleanup(state.data["remote"])
+        said, kept_remote = remote_cleanup(state.data["remote"])
+        done += said
     state.clear()
+    if kept_remote:
+        state.add("remote", *kept_remote)
     if kept_bridges:
         state.add("bridges", *kept_bridges)
     if verbose:

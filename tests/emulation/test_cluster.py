@@ -82,3 +82,25 @@ def test_a_server_that_does_not_answer_is_refused_before_anything_starts(tmp_pat
     assert p.returncode == 2
     assert "10.99.0.3" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
     assert not leftovers() and not server2_leftovers()
+
+
+def test_a_killed_run_leaves_nothing_on_either_server_after_clean(tmp_path, two_servers):
+    import signal
+    import sys
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "emulation.cli", "run", "--topo", "bcube,n=3,k=2", "--algo", "ring",
+                             "--model", "synthetic,mb=1", "--iters", "50", "--bw", "20", "--no-calibrate",
+                             "--out", str(tmp_path), *two_servers], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    deadline = time.time() + 240
+    for line in proc.stdout:  # killed mid-run: workers on both servers, tunnels up
+        if "synced in" in line or time.time() > deadline:
+            break
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(30)
+    assert on_server2("ovs-vsctl list-br").split(), "nothing was running on server 2 when the run was killed"
+    p = syncbed("clean", timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert not leftovers(), leftovers()
+    assert not server2_leftovers(), server2_leftovers()

@@ -73,14 +73,32 @@ def test_remote_command_keeps_what_a_worker_needs_and_marks_the_run():
     assert line.startswith("cd /r && exec env ")
     assert "SYNCBED_RUN=run-1" in line and "PYTHONPATH=/r" in line and "OMP_NUM_THREADS=1" in line
     assert "PATH=/x" not in line.replace("PYTHONPATH", "") and "HOME" not in line
-    assert line.endswith("mnexec -da 99 /r/.venv/bin/python -m workloads.worker 'job dir'")
+    assert line.endswith("mnexec -a 99 /r/.venv/bin/python -m workloads.worker 'job dir'")  # exit status kept
 
 
 def test_cleanup_script_targets_one_run_or_every_syncbed_run():
     one = cluster.cleanup_script("run-1", ["a0_2-eth3"])
-    assert "^SYNCBED_RUN=run-1" in one and "syncbed=run-1" in one and "ip link del a0_2-eth3" in one
+    assert "^SYNCBED_RUN=run-1" in one and "grep -F -e run-1" in one and "ip link del a0_2-eth3" in one
     every = cluster.cleanup_script(None)
     assert "^SYNCBED_RUN=" in every and "grep 'syncbed='" in every
+
+
+def test_cleanup_script_finds_the_bridges_ovs_lists(tmp_path):
+    """Open vSwitch's csv quotes a tag with '-' twice over: the script must still pick its bridges."""
+    import subprocess
+    fake = tmp_path / "ovs-vsctl"
+    fake.write_text('#!/bin/sh\ncase "$*" in *list\ bridge*) printf \'%s\\n\' '
+                    '\'s1,"{syncbed=""20261124-233424-experiment""}"\' \'s2,"{syncbed=""other-run""}"\' '
+                    '\'s3,{}\';; *del-br*) echo "deleted $4" >> ' + str(tmp_path / "log") + ';; esac\n')
+    fake.chmod(0o755)
+    env = {"PATH": f"{tmp_path}:/usr/bin:/bin"}
+    script = cluster.cleanup_script("20261124-233424-experiment").replace(
+        [line for line in cluster.cleanup_script("x").splitlines() if "/proc" in line][0], "true")
+    subprocess.run(["sh", "-c", script], env=env, check=True)
+    assert (tmp_path / "log").read_text().split() == ["deleted", "s1"]
+    (tmp_path / "log").unlink()
+    subprocess.run(["sh", "-c", cluster.cleanup_script(None).splitlines()[1]], env=env, check=True)
+    assert (tmp_path / "log").read_text().split() == ["deleted", "s1", "deleted", "s2"]
 
 
 def _pcap(path, packets):
