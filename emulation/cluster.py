@@ -16,8 +16,9 @@ server must be and do for the run to be trusted.
 - `ControllerTunnel`: Ryu listens on 127.0.0.1 of the first server only; each other server
   reaches it through `ssh -R 127.0.0.1:P:127.0.0.1:P`, so the controller's port is never bound
   to any other address on any server.
-- `remote_cleanup`: what a run made on a server that is not this one (its switches tagged
-  external_ids:syncbed=<run>, its VXLAN devices, every process marked SYNCBED_RUN=<run>).
+- `RemoteMonitor`: the CPU monitor of another server over the iterations.
+What a run leaves on another server is undone by `emulation/state.py` (`remote_cleanup`), from
+the ssh command recorded for it.
 The Mininet side (VXLAN links, remote hosts and switches) is `emulation/remote.py`.
 """
 from __future__ import annotations
@@ -230,48 +231,6 @@ class ControllerTunnel:
         from emulation.state import stop_procs
         stop_procs(self.procs)
         self.procs = []
-
-
-# ---- what a run leaves on another server -------------------------------------------------------
-def cleanup_script(tag: str | None, intfs=()) -> str:
-    """The shell script that undoes a run (or, with tag None, every syncbed run) on one server:
-    processes marked SYNCBED_RUN, bridges tagged external_ids:syncbed, the listed interfaces.
-    Pure."""
-    want = f"SYNCBED_RUN={tag}" if tag else "SYNCBED_RUN="
-    lines = [
-        f"for e in /proc/[0-9]*/environ; do tr '\\0' '\\n' < $e 2>/dev/null | grep -q '^{want}' "
-        "&& p=${e#/proc/} && kill -9 ${p%/environ} 2>/dev/null; done",
-        # csv quotes a value with '-' (syncbed=""2026...-experiment""): match the key, then the tag
-        "for b in $(ovs-vsctl --timeout=10 --format=csv --no-headings --columns=name,external_ids list bridge "
-        f"2>/dev/null | grep 'syncbed=' | grep -F -e {shlex.quote(tag or 'syncbed=')} | cut -d, -f1 | tr -d '\"'); "
-        "do ovs-vsctl --timeout=10 --if-exists del-br $b; done",
-    ]
-    lines += [f"ip link del {shlex.quote(i)} 2>/dev/null" for i in intfs]
-    # exit 3 while a bridge of the run is still there: the caller keeps it on record
-    lines.append("ovs-vsctl --timeout=10 --format=csv --no-headings --columns=name,external_ids list bridge "
-                 f"2>/dev/null | grep 'syncbed=' | grep -q -F -e {shlex.quote(tag or 'syncbed=')} && exit 3")
-    return "\n".join(lines + ["true"]) + "\n"
-
-
-def remote_cleanup(entries: list[dict]) -> tuple[list[str], list[dict]]:
-    """Undo what runs recorded on other servers (State's "remote": {server, ssh_config, tag,
-    intfs}). -> (what it did or could not do, the entries to keep on record: their server did
-    not answer or still has a bridge of the run)."""
-    done, kept = [], []
-    for e in entries:
-        srv = Server(e["server"], "", False, e.get("ssh_config"))
-        try:
-            p = srv.run("sh -s", stdin=cleanup_script(e.get("tag"), e.get("intfs", [])), timeout=120)
-        except subprocess.TimeoutExpired:
-            p = None
-        if p is not None and p.returncode == 0:
-            done.append(f"cleaned run {e.get('tag')} on {srv.name}")
-        else:
-            why = "ssh timed out" if p is None else ("a bridge of the run is still there" if p.returncode == 3
-                                                      else " ".join((p.stderr or "").split())[:120])
-            done.append(f"could not clean {srv.name} ({why}); kept on record for syncbed clean")
-            kept.append(e)
-    return done, kept
 
 
 # ---- CPU of another server ---------------------------------------------------------------------

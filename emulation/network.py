@@ -127,7 +127,7 @@ class Network:
         run_on = {mn_name[s.name]: (lambda script, _s=s: self._on(_s, script)) for s in servers}
         host, switch, link = remote.classes(cfg, self.tag, self.mtu, underlay, run_on)
         for s in servers[1:]:  # recorded before anything exists there
-            self.state.add("remote", {"server": s.name, "ssh_config": cfg, "tag": self.tag,
+            self.state.add("remote", {"server": s.name, "ssh": s.ssh(), "tag": self.tag,
                                       "intfs": [i for i in self._switch_intfs() if self.server_of(i) is s]})
         return remote.SyncbedCluster(
             topo=DescribedTopo(description=self.topo), host=host, link=link, controller=None, build=False,

@@ -6,13 +6,16 @@ whose file names the active run. `State` lists, as soon as each thing exists, th
 processes, OVS bridges and interfaces a run created (/run/syncbed/state.json);
 `cleanup()` removes exactly those, plus any bridge tagged external_ids:syncbed, so a
 crashed or killed run is undone by the next run or by `syncbed clean` - never by
-killall.
+killall. Over several servers it also reaches each other server by the ssh command recorded
+for it (`remote_cleanup`): the processes a run marked SYNCBED_RUN there, its tagged bridges and
+its interfaces.
 """
 from __future__ import annotations
 
 import fcntl
 import json
 import os
+import shlex
 import signal
 import subprocess
 import time
@@ -58,7 +61,7 @@ class Lock:
 
 def _empty() -> dict:
     # remote: what a cluster run made on another server, {server, ssh_config, tag, intfs}
-    # (emulation/cluster.py remote_cleanup)
+    # (remote_cleanup below)
     return {"pids": [], "pgids": [], "bridges": [], "intfs": [], "remote": []}
 
 
@@ -189,7 +192,6 @@ def cleanup(state: State | None = None, verbose=False) -> list[str]:
         done.append(f"deleted {len(left)} interfaces")
     kept_remote = []
     if state.data.get("remote"):
-        from emulation.cluster import remote_cleanup
         said, kept_remote = remote_cleanup(state.data["remote"])
         done += said
     state.clear()
@@ -201,3 +203,45 @@ def cleanup(state: State | None = None, verbose=False) -> list[str]:
         for d in done:
             print(f"syncbed clean: {d}")
     return done
+
+
+# ---- what a run left on another server of a cluster (docs/CLUSTER.md) -------------------------
+def cleanup_script(tag: str | None, intfs=()) -> str:
+    """The shell script that undoes a run (or, with tag None, every syncbed run) on one server:
+    processes marked SYNCBED_RUN, bridges tagged external_ids:syncbed, the listed interfaces.
+    Pure."""
+    want = f"SYNCBED_RUN={tag}" if tag else "SYNCBED_RUN="
+    lines = [
+        f"for e in /proc/[0-9]*/environ; do tr '\\0' '\\n' < $e 2>/dev/null | grep -q '^{want}' "
+        "&& p=${e#/proc/} && kill -9 ${p%/environ} 2>/dev/null; done",
+        # csv quotes a value with '-' (syncbed=""2026...-experiment""): match the key, then the tag
+        "for b in $(ovs-vsctl --timeout=10 --format=csv --no-headings --columns=name,external_ids list bridge "
+        f"2>/dev/null | grep 'syncbed=' | grep -F -e {shlex.quote(tag or 'syncbed=')} | cut -d, -f1 | tr -d '\"'); "
+        "do ovs-vsctl --timeout=10 --if-exists del-br $b; done",
+    ]
+    lines += [f"ip link del {shlex.quote(i)} 2>/dev/null" for i in intfs]
+    # exit 3 while a bridge of the run is still there: the caller keeps it on record
+    lines.append("ovs-vsctl --timeout=10 --format=csv --no-headings --columns=name,external_ids list bridge "
+                 f"2>/dev/null | grep 'syncbed=' | grep -q -F -e {shlex.quote(tag or 'syncbed=')} && exit 3")
+    return "\n".join(lines + ["true"]) + "\n"
+
+
+def remote_cleanup(entries: list[dict]) -> tuple[list[str], list[dict]]:
+    """Undo what runs recorded on other servers of a cluster (State's "remote": {server, ssh (the
+    argv that reaches it), tag, intfs}). -> (what it did or could not do, the entries to keep on
+    record: their server did not answer or still has a bridge of the run)."""
+    done, kept = [], []
+    for e in entries:
+        try:
+            p = subprocess.run(list(e["ssh"]) + ["sh -s"], input=cleanup_script(e.get("tag"), e.get("intfs", [])),
+                               capture_output=True, text=True, timeout=120)
+        except subprocess.TimeoutExpired:
+            p = None
+        if p is not None and p.returncode == 0:
+            done.append(f"cleaned run {e.get('tag')} on {e['server']}")
+        else:
+            why = "ssh timed out" if p is None else ("a bridge of the run is still there" if p.returncode == 3
+                                                      else " ".join((p.stderr or "").split())[:120])
+            done.append(f"could not clean {e['server']} ({why}); kept on record for syncbed clean")
+            kept.append(e)
+    return done, kept

@@ -5,7 +5,7 @@ import struct
 
 import pytest
 
-from emulation import capture, cluster, remote
+from emulation import capture, cluster, remote, state
 from emulation.pcap import read_counts
 
 
@@ -77,9 +77,9 @@ def test_remote_command_keeps_what_a_worker_needs_and_marks_the_run():
 
 
 def test_cleanup_script_targets_one_run_or_every_syncbed_run():
-    one = cluster.cleanup_script("run-1", ["a0_2-eth3"])
+    one = state.cleanup_script("run-1", ["a0_2-eth3"])
     assert "^SYNCBED_RUN=run-1" in one and "grep -F -e run-1" in one and "ip link del a0_2-eth3" in one
-    every = cluster.cleanup_script(None)
+    every = state.cleanup_script(None)
     assert "^SYNCBED_RUN=" in every and "grep 'syncbed='" in every
 
 
@@ -93,12 +93,12 @@ def test_cleanup_script_finds_the_bridges_ovs_lists(tmp_path):
     fake.chmod(0o755)
     env = {"PATH": f"{tmp_path}:/usr/bin:/bin"}
     tag = "20261124-233424-experiment"
-    script = "\n".join(line for line in cluster.cleanup_script(tag).splitlines() if "/proc" not in line)
+    script = "\n".join(line for line in state.cleanup_script(tag).splitlines() if "/proc" not in line)
     # the fake still lists s1 after deleting it: the script says a bridge of the run is left (3)
     assert subprocess.run(["sh", "-c", script], env=env).returncode == 3
     assert (tmp_path / "log").read_text().split() == ["deleted", "s1"]
     (tmp_path / "log").unlink()
-    subprocess.run(["sh", "-c", cluster.cleanup_script(None).splitlines()[1]], env=env, check=True)
+    subprocess.run(["sh", "-c", state.cleanup_script(None).splitlines()[1]], env=env, check=True)
     assert (tmp_path / "log").read_text().split() == ["deleted", "s1", "deleted", "s2"]
 
 
