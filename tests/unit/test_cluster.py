@@ -87,7 +87,7 @@ def test_cleanup_script_finds_the_bridges_ovs_lists(tmp_path):
     """Open vSwitch's csv quotes a tag with '-' twice over: the script must still pick its bridges."""
     import subprocess
     fake = tmp_path / "ovs-vsctl"
-    fake.write_text('#!/bin/sh\ncase "$*" in *list\ bridge*) printf \'%s\\n\' '
+    fake.write_text('#!/bin/sh\ncase "$*" in *list\\ bridge*) printf \'%s\\n\' '
                     '\'s1,"{syncbed=""20261124-233424-experiment""}"\' \'s2,"{syncbed=""other-run""}"\' '
                     '\'s3,{}\';; *del-br*) echo "deleted $4" >> ' + str(tmp_path / "log") + ';; esac\n')
     fake.chmod(0o755)
