@@ -66,11 +66,12 @@ class Capture:
 
     def start(self) -> "Capture":
         ifindex = {int(Path(f"/sys/class/net/{i}/ifindex").read_text()): i for i in self.intfs}
-        (self.run_dir / "ifindex.json").write_text(json.dumps(ifindex, indent=0))
         self.before = read_counters(self.intfs)
         self.underlay_before = read_counters(self.underlay)
-        if self.remotes:
-            self._start_remotes()
+        for r in self.remotes:  # other servers: their indexes k * IFINDEX_STRIDE + their own, as merged
+            r.start(self.enabled)
+            ifindex.update({r.index * IFINDEX_STRIDE + i: n for i, n in r.ifindex.items()})
+        (self.run_dir / "ifindex.json").write_text(json.dumps(ifindex, indent=0))
         if not self.enabled:
             return self
         err = open(self.err_path, "w")
@@ -87,14 +88,6 @@ class Capture:
                 raise RuntimeError(f"tcpdump failed: {self.err_path.read_text().strip()[-300:]}")
             time.sleep(0.05)
         raise RuntimeError("tcpdump did not start listening within 10 s")
-
-    def _start_remotes(self):
-        for r in self.remotes:
-            r.start(self.enabled)
-        ifindex = {int(k): v for k, v in json.loads((self.run_dir / "ifindex.json").read_text()).items()}
-        for r in self.remotes:
-            ifindex.update({r.index * IFINDEX_STRIDE + i: n for i, n in r.ifindex.items()})
-        (self.run_dir / "ifindex.json").write_text(json.dumps(ifindex, indent=0))
 
     def stop(self) -> dict:
         if self.proc is not None and self.proc.poll() is None:

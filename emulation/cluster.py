@@ -31,6 +31,8 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from emulation.state import stop_procs
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -228,7 +230,6 @@ class ControllerTunnel:
         return self
 
     def __exit__(self, *exc):
-        from emulation.state import stop_procs
         stop_procs(self.procs)
         self.procs = []
 
@@ -263,6 +264,5 @@ class RemoteMonitor:
         try:
             self.proc.wait(20)
         except subprocess.TimeoutExpired:
-            from emulation.state import stop_procs
             stop_procs([self.proc])
         self.proc = None

@@ -20,8 +20,7 @@ servers. This module only adapts it to what this machine and syncbed need:
 """
 from __future__ import annotations
 
-import itertools
-from itertools import groupby
+from itertools import count, groupby
 from operator import attrgetter
 import shlex
 import subprocess
@@ -104,7 +103,7 @@ def classes(ssh_config: str | None, run_tag: str, mtu: int, underlay_ip: dict, r
     # VNIs start at a per-run base: a killed run's host namespaces are destroyed by the kernel
     # asynchronously, and until then their VXLAN devices hold their VNIs ("A VXLAN device with
     # the specified VNI already exists" for the next run's first link, measured)
-    vnis = itertools.count(1 + zlib.crc32(run_tag.encode()) % 1600 * 10_000)
+    vnis = count(1 + zlib.crc32(run_tag.encode()) % 1600 * 10_000)
 
     class VXLANLink(RemoteLink):
         """A TCLink (HTB on both ends) that is a VXLAN tunnel when its ends are on two servers."""
