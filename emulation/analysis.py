@@ -168,7 +168,9 @@ def simulated_times(topo: Topology, hosts: list, algo, plan: dict, background=No
     from emulation.simulator import core as project
 
     empty = {"simulated_seconds": None, "simulated_iteration_seconds": None}
-    why = project.simgrid_available() or project.simulable(algo)
+    why = project.simgrid_available() or project.simulable(algo) or (
+        f"{algo.name}'s bytes depend on the gradients: syncbed project --measured replays its logged bytes"
+        if algo.data_dependent else None)
     if why:
         return {**empty, "simulated_note": why}
     try:

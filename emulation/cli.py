@@ -644,6 +644,11 @@ def add_project(sub) -> None:
     ap.add_argument("--round-latency", type=float, default=Sweep.round_latency,
                     help="seconds per message round (a ring's 2(N-1) rounds, PS's 1 per phase); default 0: "
                          "bandwidth only. The MG-WFBP authors' 16-worker 10GbE a = 0.908 ms is 30 us per round")
+    ap.add_argument("--compute", action="append", metavar="KEY=C0:C1",
+                    help="a cost model of the sync's compute (repeatable): KEY a Compute an algorithm declares "
+                         "(its key in summary.json), seconds = C0 + C1 x gradient elements, "
+                         "charged before the first step (at start) or after the last (at end). With --measured, "
+                         "a run's own logged means stand for the keys not given")
     ap.add_argument("--bw", type=float, default=Sweep.bw, help="Mbit/s on every link")
     ap.add_argument("--ecmp", default=Sweep.ecmp, choices=ECMP_METHODS)
     ap.add_argument("--placement", default=Sweep.placement, choices=PLACEMENTS)

@@ -88,6 +88,30 @@ def plot_projection(runs: list[dict], out: Path) -> Path | None:
     return save(fig, out / PLOTS_DIR / "projection.png")
 
 
+SOURCES = {"plan": "the plan's flows", "model": "a model of its bytes (density, block size; ours: "
+            "_blocksparse.modelled_steps)", "logged": "every counted sync's bytes as its ranks logged them, "
+            "replayed one after another (the median over them; checked against the logged bytes, as the "
+            "emulation's analysis checks the capture)"}
+
+
+def compute_lines(runs: list[dict]) -> list[str]:
+    """Where a run's compute seconds and bytes come from, for the runs that charge compute or whose
+    bytes are not the plan's (docs/PROJECTION.md, "Compute and data-dependent bytes")."""
+    out = []
+    for r in runs:
+        src = r.get("bytes_source") or "plan"
+        if not r.get("compute_costs") and src == "plan":
+            continue
+        costs = ", ".join(f"{k} = {c['c0_seconds']:.4g} s + {c['c1_seconds_per_element']:.3g} s x elements"
+                          for k, c in sorted((r.get("compute_costs") or {}).items()))
+        out.append(f"- {r['topology']} {r['algo_spec']} ({r['model']}): bytes from {SOURCES.get(src, src)}; "
+                   + (f"compute {r.get('compute_seconds_per_sync', 0):.4g} s per sync from {r.get('compute_source')} "
+                      f"({costs}), charged serially before the first step and after the last (the executor "
+                      "does it between its messages, so the sync is its flows plus it)"
+                      if costs else "no compute charged"))
+    return ["## Compute and bytes", ""] + out + [""] if out else []
+
+
 def render(summary: dict, plots: list[Path]) -> str:
     runs = summary.get("runs", [])
     lines = [f"# Projection: {summary.get('experiment')}", "",
@@ -107,6 +131,7 @@ def render(summary: dict, plots: list[Path]) -> str:
         lines += table(["topology", "P", "algorithm", "model", "sync s", "iteration s", "bound s", "x bound",
                         "bytes = closed form", "simulator wall s", "SimGrid CPU s"], run_rows(runs))
         lines.append("")
+        lines += compute_lines(runs)
     lines += validation_lines(summary.get("validation", []))
     if summary.get("skipped"):
         lines += ["## Not simulated", ""] + [f"- {k['topology']} {k['algo_spec']} ({k['model']}): {k['why']}"

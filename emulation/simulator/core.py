@@ -34,6 +34,7 @@ import multiprocessing
 import os
 import resource
 import signal
+import statistics
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -96,9 +97,12 @@ class NetworkModel:
 
 # ---- pure: what can be simulated, how much memory, which messages ------------------------
 def simulable(algo: base.Algorithm) -> str | None:
-    """None if the plan has a simulated form; else one line saying why not."""
-    if algo.data_dependent:
-        return f"{algo.name}'s bytes depend on the gradients: the projection has no simulated form for them yet"
+    """None if the plan has a simulated form; else one line saying why not. A data-dependent
+    algorithm has one when it models its bytes (`Algorithm.modelled_steps`; from a measured run,
+    `Algorithm.logged_steps` replays what its ranks logged)."""
+    if algo.data_dependent and algo.modelled_steps is None:
+        return (f"{algo.name}'s bytes depend on the gradients and it gives no model of them "
+                f"(Algorithm.modelled_steps): no simulated form")
     return None
 
 
@@ -122,33 +126,92 @@ class SimForm:
     startup: list
     backward_seconds: float = 0.0
     overlapped: bool = False  # the steps overlap backprop (Algorithm.timeline)
+    # compute seconds charged before each step's flows (after its start-up) and after them
+    # (`Algorithm.compute_charges`: a sync's declared Computes from their cost models); [] = none
+    before: list = field(default_factory=list)
+    after: list = field(default_factory=list)
+    # a measured data-dependent run replayed iteration by iteration (`logged`): steps per sync
+    # and the warmup syncs left out of the median; 0: all steps are one sync
+    per_sync: int = 0
+    warmup: int = 0
+    bytes_source: str = "plan"  # "plan" (its steps), "model" (modelled_steps), "logged" (logged_steps)
+
+    @property
+    def syncs(self) -> int:
+        return len(self.steps) // self.per_sync if self.per_sync else 1
+
+    @property
+    def compute_per_sync(self) -> float:
+        """Compute seconds one sync is charged (the same for every sync)."""
+        n = self.per_sync or len(self.steps)
+        return sum(self.before[:n]) + sum(self.after[:n])
+
+    def timing(self) -> tuple:
+        zeros = [0.0] * len(self.steps)
+        return self.release, self.startup, self.before or zeros, self.after or zeros
 
 
-def simulated_form(algo: base.Algorithm, plan: dict, round_latency: float = 0.0) -> SimForm:
+def _charged(n: int, syncs: int, before: float, after: float) -> tuple[list, list]:
+    """Per step of `syncs` syncs of `n` steps: `before` on each sync's first step, `after` on its last."""
+    b, a = [0.0] * (n * syncs), [0.0] * (n * syncs)
+    for j in range(syncs):
+        b[j * n] += before
+        a[j * n + n - 1] += after
+    return b, a
+
+
+def simulated_form(algo: base.Algorithm, plan: dict, round_latency: float = 0.0, costs: dict | None = None,
+                   logged: list | None = None, warmup: int = 0) -> SimForm:
     """The plan's SimForm (pure); ValueError (one line) where there is none.
 
     `round_latency` (seconds): the start-up of one message round, charged `Algorithm.step_rounds`
     times before each step's flows (a ring's 2(N-1) rounds, PS's one per phase): the latency
     term the zero-latency flow model lacks. A plan whose steps overlap backprop
     (`Algorithm.timeline`) keeps its own start-ups instead (e.g. a measured all-reduce
-    start-up a per group, which already prices its rounds)."""
+    start-up a per group, which already prices its rounds).
+
+    `costs` ({Compute key: cost model}): each sync pays its declared Computes' seconds
+    (`Algorithm.compute_charges`) before its first step's flows and after its last one's.
+    Data-dependent algorithms: `logged` (one {rank: {"sent", "phases"}} per measured iteration,
+    warmup first) replays every iteration's steps one after another (`Algorithm.logged_steps`),
+    `warmup` of them left out of the median; without it, one sync from `Algorithm.modelled_steps`."""
     why = simulable(algo)
     if why:
         raise ValueError(why)
     if not (round_latency >= 0 and round_latency < float("inf")):
         raise ValueError(f"round latency {round_latency!r} must be a number of seconds >= 0")
-    steps = algo.steps(plan)
+    before, after = algo.compute_charges(plan, costs or {})
+    if logged is not None:
+        if not algo.data_dependent or algo.logged_steps is None:
+            raise ValueError(f"{algo.name}: its bytes are the plan's; there is no logged form to replay")
+        if not logged:
+            raise ValueError(f"{algo.name}: no logged iteration to replay")
+        per = [algo.logged_steps(plan, it) for it in logged]
+        n = len(per[0])
+        if any(len(p) != n for p in per):
+            raise ValueError(f"{algo.name}: logged iterations of different step counts")
+        rounds = algo.step_rounds(plan)
+        if len(rounds) != n:
+            raise ValueError(f"{algo.name}: {len(rounds)} round counts for {n} steps")
+        b, a = _charged(n, len(per), before, after)
+        return SimForm([s for p in per for s in p], [0.0] * n * len(per), [round_latency * r for r in rounds] * len(per),
+                       before=b, after=a, per_sync=n, warmup=int(warmup), bytes_source="logged")
+    modelled = algo.data_dependent
+    steps = algo.modelled_steps(plan) if modelled else algo.steps(plan)
+    source = "model" if modelled else "plan"
     overlap = algo.timeline(plan)
+    b, a = _charged(len(steps), 1, before, after)
     if overlap is not None:
         if not len(overlap.release) == len(overlap.startup) == len(steps):
             raise ValueError(f"{algo.name}: {len(steps)} steps for {len(overlap.release)} release times and "
                              f"{len(overlap.startup)} start-ups")
         return SimForm(steps, [float(t) for t in overlap.release], [float(t) for t in overlap.startup],
-                       float(overlap.backward_seconds), True)
+                       float(overlap.backward_seconds), True, before=b, after=a, bytes_source=source)
     rounds = algo.step_rounds(plan)
     if len(rounds) != len(steps):
         raise ValueError(f"{algo.name}: {len(rounds)} round counts for {len(steps)} steps")
-    return SimForm(steps, [0.0] * len(steps), [round_latency * r for r in rounds])
+    return SimForm(steps, [0.0] * len(steps), [round_latency * r for r in rounds], before=b, after=a,
+                   bytes_source=source)
 
 
 # Bytes per object, measured on this machine (peak RSS, see docs/PROJECTION.md): a host's
@@ -342,7 +405,7 @@ def simgrid_available() -> str | None:
 
 def _run_in_engine(platform, sched, model: NetworkModel, mode: str, inspect: bool, timing=None) -> dict:
     """Runs in the child: build the platform, run the schedule, report times and bytes.
-    `timing`: (release, startup) per step (SimForm), or None for all zeros."""
+    `timing`: (release, startup[, before, after]) per step (SimForm.timing), or None for all zeros."""
     simgrid = _import_simgrid()
     t0, c0 = time.perf_counter(), time.process_time()
     engine = simgrid.Engine(["syncbed-project", *model.cfg(), "--log=root.thres:warning",
@@ -355,13 +418,18 @@ def _run_in_engine(platform, sched, model: NetworkModel, mode: str, inspect: boo
     def start(step):
         return [(simgrid.Comm.sendto_async(hosts[s], hosts[d], size), (s, d), size) for s, d, size in step]
 
-    release, startup = timing if timing is not None else ([0.0] * len(sched), [0.0] * len(sched))
+    zeros = [0.0] * len(sched)
+    release, startup, before, after = (tuple(timing) + (zeros, zeros))[:4] if timing is not None else (zeros,) * 4
 
-    def wait_turn(i):  # the step's release (its layers produced), then its start-up
+    def wait_turn(i):  # the step's release (its layers produced), its start-up, then compute before its flows
         if release[i] > simgrid.Engine.clock:
             simgrid.this_actor.sleep_until(release[i])
-        if startup[i] > 0:
-            simgrid.this_actor.sleep_for(startup[i])
+        if startup[i] + before[i] > 0:
+            simgrid.this_actor.sleep_for(startup[i] + before[i])
+
+    def computed(i):  # compute after the step's flows (a merge), before the next step
+        if after[i] > 0:
+            simgrid.this_actor.sleep_for(after[i])
 
     def finish(started):
         simgrid.Comm.wait_all([c for c, _, _ in started])
@@ -375,6 +443,7 @@ def _run_in_engine(platform, sched, model: NetworkModel, mode: str, inspect: boo
             for i, step in enumerate(sched):
                 wait_turn(i)
                 finish(start(step))
+                computed(i)
                 step_end.append(simgrid.Engine.clock)
         simgrid.Actor.create("driver", hosts[platform.hosts[0]], driver)
     elif mode == "ranks":
@@ -388,6 +457,7 @@ def _run_in_engine(platform, sched, model: NetworkModel, mode: str, inspect: boo
             for i, step in enumerate(mine[h]):
                 wait_turn(i)
                 finish(start(step))
+                computed(i)
                 barrier.wait()
                 if h == senders[0]:
                     step_end.append(simgrid.Engine.clock)
@@ -435,7 +505,7 @@ def _child(conn, args) -> None:
 def simulate(platform, sched: list, model: NetworkModel = NetworkModel(), mode: str = "driver",
              inspect: bool = False, timing=None) -> dict:
     """Run `sched` (steps of (src ep, dst ep, bytes)) on `platform` in a forked child;
-    `timing` = (release, startup) per step (SimForm) or None.
+    `timing` = (release, startup[, compute before, compute after]) per step (SimForm.timing) or None.
 
     Returns step_seconds, sync_seconds, link_bytes (per directed link), sent (per endpoint
     pair), wall (platform build, run, total, CPU; the child's own) and the child's peak RSS."""
@@ -476,6 +546,34 @@ class Request:
     link: dict | None = None  # {alpha, beta} of an all-reduce for the layer-wise planners; None: provisional
     round_latency: float = 0.0  # seconds per message round (simulated_form); 0: the bandwidth term alone
     reduce: str = "auto"  # REDUCE_MODES: one SimGrid communication per class of interchangeable flows
+    # ((Compute key, cost model), ...): the sync's compute (Algorithm.compute_charges); () none
+    compute: tuple = ()
+    compute_source: str = ""  # where the cost models come from (report and summary.json)
+    # a measured data-dependent run to replay: its workers' log folder, the syncs its analysis
+    # counted (warmup included, as its expected bytes) and its warmup iterations
+    logs: str | None = None
+    syncs: int | None = None
+    warmup: int = 0
+
+
+def logged_iterations(log_dir, syncs: int) -> list[dict]:
+    """Per iteration 0..syncs-1 of a measured run, {rank: {"sent": [[dst, nic, bytes, messages]],
+    "phases": {phase: data bytes}}} from its ranks' logs (the events `logged_flows` sums; phases
+    from its `stage` events), what `Algorithm.logged_steps` reads."""
+    from emulation.analysis import read_logs
+
+    out = [{} for _ in range(syncs)]
+    for rank, events in read_logs(Path(log_dir))[0].items():
+        for ev in events:
+            i = ev.get("iter")
+            if not isinstance(i, int) or not 0 <= i < syncs:
+                continue
+            mine = out[i].setdefault(rank, {"sent": [], "phases": {}})
+            if ev.get("event") == "iter":
+                mine["sent"] = ev.get("sent") or []
+            elif ev.get("event") == "stage" and ev.get("phase"):
+                mine["phases"][ev["phase"]] = mine["phases"].get(ev["phase"], 0) + int(ev.get("bytes") or 0)
+    return out
 
 
 @dataclass
@@ -528,8 +626,17 @@ def _layers(req: Request):
 
 def checked(req: Request, topo: Topology, hosts: list, algo: base.Algorithm, plan: dict, ctx, spec: str,
             model: str, background=()) -> Prepared:
-    """Estimate memory and CPU of simulating `plan`; refuse (TooLarge, one line) what would not fit."""
-    form = simulated_form(algo, plan, req.round_latency)
+    """Estimate memory and CPU of simulating `plan`; refuse (TooLarge, one line) what would not fit.
+
+    The expected bytes (`Prepared.flows`, what the simulated bytes per NIC are checked against):
+    the plan's `traffic`; for a data-dependent algorithm replayed from a measured run, what its
+    ranks logged (`analysis.logged_flows`, the source the emulation's analysis checks the capture
+    against), over all its syncs; modelled, the model's flows."""
+    costs = dict(req.compute)  # keys this algorithm does not declare cost it nothing (a sweep's others)
+    logged = None
+    if req.logs is not None and algo.data_dependent:
+        logged = logged_iterations(req.logs, int(req.syncs or 0))
+    form = simulated_form(algo, plan, req.round_latency, costs, logged, req.warmup)
     steps = form.steps
     pairs = pairs_of(steps, hosts)
     hops = {"fattree": 6, "bcube": 2 * (topo.params.get("k", 1) + 1)}.get(topo.kind, 8)
@@ -551,7 +658,15 @@ def checked(req: Request, topo: Topology, hosts: list, algo: base.Algorithm, pla
     if req.max_seconds is not None and cpu > req.max_seconds:
         raise TooLarge(f"{what} would take about {cpu / 3600:.1f} CPU hours to simulate (SimGrid re-solves "
                        f"every coupled flow at each flow's end); limit {req.max_seconds / 60:g} min")
-    return Prepared(req, spec, topo, hosts, algo, plan, ctx, form, algo.traffic(plan), pairs, need, cpu,
+    if logged is not None:
+        from emulation.analysis import logged_flows
+
+        flows = logged_flows(Path(req.logs), len(logged))
+    elif algo.data_dependent:
+        flows = base.merge_flows(f for s in steps for f in s)
+    else:
+        flows = algo.traffic(plan)
+    return Prepared(req, spec, topo, hosts, algo, plan, ctx, form, flows, pairs, need, cpu,
                     model, [dict(f) for f in background or ()], reduce)
 
 
@@ -691,7 +806,7 @@ def _run_form(fast: Topology, hosts: list, form: SimForm, pairs, background, mod
         log(f"  {len(pairs)} routes in {t_routes:.1f} s; simulating {sum(len(s) for s in sched)} messages "
             f"in {len(sched)} step(s)")
     if not reduce:
-        sim = simulate(platform, sched, model, mode, inspect, (form.release, form.startup))
+        sim = simulate(platform, sched, model, mode, inspect, form.timing())
         return platform, sched, sim, reduced, t_routes
     t1, c1 = time.perf_counter(), time.process_time()
     red = symmetry.reduce_schedule(platform, sched)
@@ -704,13 +819,19 @@ def _run_form(fast: Topology, hosts: list, form: SimForm, pairs, background, mod
     if max_seconds is not None and cpu > max_seconds:
         raise TooLarge(f"{sum(info['classes_per_step'])} classes of {sum(info['flows_per_step'])} flows would take about "
                        f"{cpu / 3600:.1f} CPU hours to simulate; limit {max_seconds / 60:g} min")
-    sim = simulate(red.platform, red.sched, model, mode, inspect, (form.release, form.startup))
+    sim = simulate(red.platform, red.sched, model, mode, inspect, form.timing())
     sim["link_bytes"] = red.link_bytes(sim["sent"])
     sim["reduction"] = info
     return platform, sched, sim, reduced, t_routes
 
 
 def _times(sim: dict, form: SimForm) -> dict:
+    if form.per_sync:  # a replay of measured iterations: one sync per `per_sync` steps
+        ends = [0.0] + [sum(sim["step_seconds"][:(j + 1) * form.per_sync]) for j in range(form.syncs)]
+        syncs = [b - a for a, b in zip(ends, ends[1:])]
+        counted = syncs[form.warmup:] or syncs
+        return {"simulated_seconds": statistics.median(counted), "simulated_iteration_seconds": None,
+                "simulated_step_seconds": sim["step_seconds"], "simulated_sync_seconds": counted}
     end = sim["sync_seconds"]
     if form.overlapped:
         iteration = max(end, form.backward_seconds)
@@ -733,12 +854,20 @@ def project(req: Request | Prepared, topo: Topology | None = None, inspect: bool
     platform, sched, sim, reduced, t_routes = _run_form(fast, hosts, form, p.pairs, p.background, model,
                                                         p.req.mode, inspect, log, p.reduce, p.req.max_seconds)
     times = _times(sim, form)
-    per_sync = analysis.expected_nic_bytes(fast, hosts, flows, 1)
-    bound = analysis.bound_seconds(fast, analysis.expected_port_bytes(fast, hosts, flows, 1))
-    simulated_nics = nic_bytes(fast, hosts, sim["link_bytes"])
+    # flows and the simulation cover form.syncs syncs (a replay of measured iterations): bytes
+    # compared in total, to the byte, and reported per sync (as the analysis does)
+    syncs = form.syncs
+    total = analysis.expected_nic_bytes(fast, hosts, flows, 1)
+    simulated_total = nic_bytes(fast, hosts, sim["link_bytes"])
     zero = {"tx": 0, "rx": 0}
-    mismatched = sorted(k for k in set(per_sync) | set(simulated_nics)
-                        if per_sync.get(k, zero) != simulated_nics.get(k, zero))
+    mismatched = sorted(k for k in set(total) | set(simulated_total)
+                        if total.get(k, zero) != simulated_total.get(k, zero))
+
+    def one_sync(nics):
+        return nics if syncs == 1 else {k: {d: v / syncs for d, v in x.items()} for k, x in nics.items()}
+    per_sync, simulated_nics = one_sync(total), one_sync(simulated_total)
+    ports = analysis.expected_port_bytes(fast, hosts, flows, 1)
+    bound = analysis.bound_seconds(fast, one_sync(ports))
     link_mbps = sorted({fast.link_of(n.name).bw for h in hosts for n in fast.host_nics(h)})
     t = times["simulated_seconds"]
     rec = {
@@ -747,16 +876,22 @@ def project(req: Request | Prepared, topo: Topology | None = None, inspect: bool
         "workers": ctx.workers, "servers": ctx.servers, "hosts": hosts,
         "model": p.model, "gradient_bytes": ctx.gradient_bytes,
         "link_mbps": link_mbps[0] if len(link_mbps) == 1 else link_mbps, "ecmp": fast.params.get("ecmp"),
-        "iters": 1, "warmup": 0, "syncs_counted": 1,
-        "sync_seconds": [t], "median_sync_seconds": t, "step_seconds": sim["step_seconds"],
+        "iters": syncs - form.warmup if syncs > 1 else 1, "warmup": form.warmup if syncs > 1 else 0,
+        "syncs_counted": syncs,
+        "sync_seconds": times.get("simulated_sync_seconds") or [t], "median_sync_seconds": t,
+        "step_seconds": sim["step_seconds"] if syncs == 1 else sim["step_seconds"][:form.per_sync],
+        "bytes_source": form.bytes_source,
+        "compute_seconds_per_sync": form.compute_per_sync,
+        "compute_costs": {k: m.describe() for k, m in p.req.compute} or None,
+        "compute_source": p.req.compute_source or None,
         "simulated_seconds": t, "round_latency_seconds": p.req.round_latency,
         "rounds_per_sync": None if form.overlapped else sum(algo.step_rounds(p.plan)),
         "bound_seconds": bound, "bound_nonblocking_seconds": analysis.bound_seconds(fast, per_sync),
         "sync_over_bound": t / bound if bound else None,
         "payload_bytes_expected": per_sync, "payload_bytes_simulated": simulated_nics,
         "payload_equal": not mismatched, "payload_mismatched": mismatched[:20],
-        "framing_bytes_per_sync": sum(f.messages for f in flows) * base.GLOO_FRAMING_BYTES,
-        "data_bytes_per_sync": sum(f.bytes for f in flows),
+        "framing_bytes_per_sync": sum(f.messages for f in flows) * base.GLOO_FRAMING_BYTES // syncs,
+        "data_bytes_per_sync": sum(f.bytes for f in flows) // syncs,
         "switches_total": len(fast.switches()),
         "background_links_reduced": reduced["links"], "background_notes": reduced["notes"],
         "simulator": {"name": "SimGrid", "version": sim.get("version"), "network_model": model.describe(),

@@ -39,6 +39,9 @@ class Sweep:
     alpha: float | None = None  # all-reduce start-up a, seconds (layer-wise planners; with beta)
     beta: float | None = None  # all-reduce seconds per byte b
     round_latency: float = 0.0  # seconds per message round (core.simulated_form)
+    # cost models of the sync's compute, `KEY=C0:C1` (costs.parse); with `measured`, a run's own
+    # logged means stand for the keys not given here
+    compute: list | None = None
     bw: float = 1000.0  # Mbit/s on every link
     ecmp: str = "hash"
     placement: str = "ordered"
@@ -64,8 +67,10 @@ def requests(s: Sweep, measured: dict) -> list[tuple[Request, object]]:
 
     if not s.round_latency >= 0:
         raise ValueError(f"--round-latency {s.round_latency} must be a number of seconds >= 0")
+    given = given_costs(s.compute)
     limits = dict(mode=s.mode, max_memory=s.max_memory_gb * 2**30 if s.max_memory_gb else None,
-                  max_seconds=s.max_minutes * 60, round_latency=s.round_latency, reduce=s.reduce)
+                  max_seconds=s.max_minutes * 60, round_latency=s.round_latency, reduce=s.reduce,
+                  compute=tuple(sorted(given.items())), compute_source="given (--compute)" if given else "")
     if s.experiment:
         from emulation import config
 
@@ -74,10 +79,12 @@ def requests(s: Sweep, measured: dict) -> list[tuple[Request, object]]:
         out = []
         for run in runs:
             m = measured.get((run.topology.name, run.spec or run.algorithm, run.model.spec))
+            extra = dict(limits)
             if m is not None:
                 as_measured(run, m, cfg)
+                extra.update(replayed(base.get(run.algorithm), m, s.measured, given))
             req = Request(run.topology.name, run.spec or run.algorithm, run.workers, run.servers,
-                          bw=cfg.bw, ecmp=cfg.ecmp, placement=cfg.placement, **limits)
+                          bw=cfg.bw, ecmp=cfg.ecmp, placement=cfg.placement, **extra)
             out.append((req, run))
         return out
     if not s.topo or not s.algo:
@@ -96,6 +103,47 @@ def requests(s: Sweep, measured: dict) -> list[tuple[Request, object]]:
             reqs.append((Request(topo, base.spec_of(n, o), s.workers, s.servers, s.mb, s.bw, s.ecmp, s.placement,
                                  model=s.model, link=link, **limits), None))
     return reqs
+
+
+def given_costs(texts) -> dict:
+    """`--compute KEY=C0:C1` options -> {key: CostModel}; one line (ValueError) for a bad value or a
+    key no registered algorithm declares (`Algorithm.compute`)."""
+    from emulation.simulator import costs
+
+    declared = sorted({c.key for a in base.registry().values() for c in a.compute})
+    out = {}
+    for text in texts or ():
+        key, model = costs.parse(text)
+        if key not in declared:
+            raise ValueError(f"--compute {text!r}: no algorithm declares a compute {key!r}; valid: {', '.join(declared)}")
+        if key in out:
+            raise ValueError(f"--compute {key} is given twice")
+        out[key] = model
+    return out
+
+
+# the report's and summary.json's words for a measured run's own compute means
+REPLAY = "the measured run's logged means (replay)"
+
+
+def replayed(algo: base.Algorithm, m: dict, folder: str | None, given: dict) -> dict:
+    """What a measured run adds to its projection's Request: the means of its declared `Compute`s
+    it logged (summary.json), as constant costs, for every serial one (`Compute.serial`: its
+    executor does it between its messages, so its sync is its flows plus it and replaying its
+    mean is honest) that `--compute` does not give; and, for a data-dependent algorithm, its
+    ranks' logs, so its projection replays every counted sync's logged bytes."""
+    from emulation.simulator import costs
+
+    means = {c.key: costs.CostModel(float(m[c.key])) for c in algo.compute
+             if c.serial and c.key not in given and isinstance(m.get(c.key), (int, float))}
+    out = {}
+    if means:
+        out.update(compute=tuple(sorted({**given, **means}.items())),
+                   compute_source=REPLAY + (" and given (--compute)" if given else ""))
+    if algo.data_dependent and folder and m.get("dir") and m.get("syncs_counted"):
+        out.update(logs=str(Path(folder) / m["dir"] / "workers"), syncs=int(m["syncs_counted"]),
+                   warmup=int(m.get("warmup") or 0))
+    return out
 
 
 def as_measured(run, m: dict, cfg) -> None:

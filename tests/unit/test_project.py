@@ -291,8 +291,6 @@ def test_closed_form_sizes_match_the_built_description(spec):
 
 
 def test_unsimulable_and_too_large_are_refused_in_one_line():
-    with pytest.raises(ValueError, match="dfs's bytes depend on the gradients"):
-        project.prepare(project.Request("fattree,k=4", "dfs", 16))
     with pytest.raises(project.TooLarge, match=r"needs about \d+\.\d GiB just to describe, 0\.0 GiB available"):
         project.prepare(project.Request("fattree,k=4", "ring", 16, max_memory=1e6))
     # the description fits, the routes and flows of 128 PS ranks do not (refused from the growth
@@ -308,7 +306,8 @@ def test_unsimulable_and_too_large_are_refused_in_one_line():
 
 
 @pytest.mark.parametrize("argv,what", [
-    (["--topo", "fattree,k=4", "--algo", "ring,omnireduce"], "omnireduce's bytes depend on the gradients"),
+    (["--topo", "fattree,k=4", "--algo", "gtopk", "--compute", "sparsify_seconds=-1"], "must be a finite number"),
+    (["--topo", "fattree,k=4", "--algo", "gtopk", "--compute", "backprop=1:2"], "no algorithm declares"),
     (["--topo", "fattree,k=4", "--algo", "mgwfbp", "--alpha", "0.001"], "--alpha and --beta go together"),
     (["--topo", "fattree,k=4", "--algo", "ring", "--measured", "docs/results/default"], "drop --topo and --algo"),
     (["--measured", "docs"], "no config.yaml there"),

@@ -120,6 +120,78 @@ def traffic(plan: dict) -> list[Flow]:
     return merge_flows(f for step in phases(plan) for f in step)
 
 
+# --- the simulated form: logged or modelled bytes in the shape of `phases` ---------------------
+
+def logged_steps(plan: dict, ranks: dict) -> list[list[Flow]]:
+    """One measured iteration as [push flows, pull flows] (`Algorithm.logged_steps`), from every
+    rank's `sent` ({rank: {"sent": [[dst, nic, bytes, messages]], "phases": {"push": b, "pull": b}}}).
+    Exact: an owner sends every worker but itself the same pull message (step 3), so its logged
+    pull bytes split evenly over the plan's pull flows from it (a `send_var` of w words is
+    8 + 4w bytes in 1 + (w > 0) messages); what else it sent a rank is its push."""
+    pulls: dict = {}
+    for f in phases(plan)[1]:
+        pulls.setdefault(f.src, []).append((f.dst, f.nic))
+    push, pull = [], []
+    for rank, logged in sorted(ranks.items()):
+        sent = {(int(d), int(n)): [int(b), int(m)] for d, n, b, m in logged.get("sent") or []}
+        total = int((logged.get("phases") or {}).get("pull", 0))
+        dsts = pulls.get(rank, [])
+        each = total // len(dsts) if dsts else 0
+        if total and (not dsts or each * len(dsts) != total):
+            raise ValueError(f"{plan['algorithm']}: rank {rank} logged {total} pull bytes, not one message "
+                             f"for each of its {len(dsts)} receivers")
+        for dst, nic in dsts if total else []:
+            b, m = sent.get((dst, nic), [0, 0])
+            msgs = 1 + (each > blocks.VAR_HEADER_BYTES)
+            if b < each or m < msgs:
+                raise ValueError(f"{plan['algorithm']}: rank {rank} logged {b} bytes to rank {dst}, less than "
+                                 f"its pull of {each}")
+            pull.append(Flow(rank, dst, nic, each, msgs))
+            sent[(dst, nic)] = [b - each, m - msgs]
+        push += [Flow(rank, dst, nic, b, m) for (dst, nic), (b, m) in sent.items()]
+    return [merge_flows(push), merge_flows(pull)]
+
+
+def modelled_steps(plan: dict, whole_blocks: bool = False) -> list[list[Flow]]:
+    """One sync as [push flows, pull flows] from a model of its bytes (ours, not the papers'), for
+    a projection with nothing measured (`Algorithm.modelled_steps`). Every worker keeps the same
+    share q of the b-element blocks (b: the plan's `block`, DFS's `first_block`), placed
+    uniformly and independently of the other workers:
+    - no density (OmniReduce as published): q = 1, the dense case (`phases`);
+    - `whole_blocks` (DFS: whole blocks within the budget k): q = max(1, k // b) / blocks;
+    - otherwise (top-k elements, then zero blocks skipped; `topk_ps` is b = 1):
+      q = 1 - (1 - k/d)^b, the chance a block holds one of k uniformly placed elements.
+    A worker pushes each owner q x its shard's blocks; the owner's union of W workers' is
+    shard blocks x (1 - (1 - q)^W), pulled by every worker but the owner (whole blocks, rounded
+    on the running total over shards, so the gradient's total is rounded once). Gradients
+    are not uniform (ResNet-18's top-k gather in few layers: the measured union is smaller),
+    so this is a model to compare sizes with, and the measured form replays the logs."""
+    n, d, nic, owners = plan["workers"], plan["elements"], plan["nic"], plan["owners"]
+    b = int(plan.get("block") or plan["first_block"])
+    nb = blocks.block_count(d, b)
+    k = plan.get("k")
+    if k is None:
+        q = 1.0
+    elif whole_blocks:
+        q = min(1.0, max(1, k // b) / nb)
+    else:
+        q = 1.0 - (1.0 - k / d) ** b
+    up_meta, down_meta = plan["meta_words"]
+    u = 1.0 - (1.0 - q) ** n
+    push, pull = [], []
+    for owner, (first, end), (start, stop) in zip(owners, blocks.shard_blocks(d, b, len(owners)),
+                                                 blocks.shard_ranges(d, b, len(owners))):
+        kept = round(q * end) - round(q * first)
+        union = round(u * end) - round(u * first)
+        up = blocks.message_bytes(up_meta + kept + min(kept * b, stop - start))
+        down = blocks.message_bytes(down_meta + union + min(union * b, stop - start))
+        for w in range(n):
+            if w != owner:
+                push.append(Flow(w, owner, nic, *up))
+                pull.append(Flow(owner, w, nic, *down))
+    return [merge_flows(push), merge_flows(pull)]
+
+
 # --- one worker's part and the messages' meta --------------------------------------------------
 
 @dataclass

@@ -19,7 +19,13 @@ Algorithm(...)`. It has two halves (docs/STYLE.md: plan in pure functions, execu
   `memory` kept across iterations. None: the dense sum (a plain all-reduce).
 - `data_dependent`: the bytes of an iteration depend on the gradients (sparsification);
   the expected bytes then come from what the ranks handed to `Comm` in that iteration
-  (logged per iteration), not from `traffic(plan)`, which stays the plan's estimate.
+  (logged per iteration), not from `traffic(plan)`, which stays the plan's estimate. Such an
+  algorithm gives its simulated form (emulation/simulator/core.py) two ways, in the shape of
+  its `phases`: `logged_steps(plan, ranks) -> [[Flow]]`, one measured iteration's steps from
+  what every rank logged in it (`ranks`: {rank: {"sent": [[dst, nic, bytes, messages], ...],
+  "phases": {phase: data bytes}}}; the flows must sum to "sent" exactly), and
+  `modelled_steps(plan) -> [[Flow]]`, one sync's steps from a model of its bytes (density,
+  block size) where nothing was measured. Without `modelled_steps` it has no simulated form.
 - what it accepts, declared once: `workers` (a `Counts`: the worker counts it runs with, e.g.
   `POWERS_OF_TWO`; default any count >= 1), `uses_servers` (dedicated server ranks) and
   `topologies` (kinds; () = any). `Algorithm.refusal` says in one line what is wrong and
@@ -32,7 +38,9 @@ Algorithm(...)`. It has two halves (docs/STYLE.md: plan in pure functions, execu
   starts after backprop, all steps released at once), `compute` (a tuple of `Compute`: CPU
   durations its executor times with `state.computing(key)`, which the trace draws and
   summary.json averages; a run may state the real setting's cost of one, and `computing`
-  then charges that instead of this CPU's time: `SyncState.charged`; default ()) and
+  then charges that instead of this CPU's time: `SyncState.charged`; the simulation charges
+  each one's seconds from a cost model, before the first step or after the last (its `at`):
+  `Algorithm.compute_charges`; default ()) and
   `summarize(observed) -> dict` (its own per-run figures from the workers' `state.observed`
   of the measured iterations, {worker rank: [observed, ...]}; default {}). `Algorithm.figures`
   is what the analysis puts in summary.json from them.
@@ -226,10 +234,20 @@ class Compute:
     # the kind of real cost an experiment may state for it ("compress": `real_compress_s`);
     # "": none, always this CPU's time
     stated_as: str = ""
+    # the executor does it between its messages, never while they fly, so the sync is its flows
+    # plus it: replaying its logged mean in the simulation (`syncbed project --measured`) is honest
+    serial: bool = True
 
     def __post_init__(self):
         if self.at not in ("start", "end"):
             raise ValueError(f"Compute {self.key}: at={self.at!r} must be 'start' or 'end'")
+
+    @staticmethod
+    def size(plan: dict) -> float:
+        """What a cost model's per-element term multiplies (`CostModel`, emulation/simulator/
+        costs.py): the gradient's elements, which a selection, an error feedback or a merge into a
+        dense result each pass over once."""
+        return float(plan["elements"])
 
 
 @dataclass
@@ -307,10 +325,28 @@ class Algorithm:
     # message rounds each step waits through one after another (a ring's 2(N-1) steps); the
     # projection charges a per-round latency for each; None: one round per step
     rounds: Callable[[dict], list] | None = None
+    # data-dependent algorithms' simulated form (see the module docstring): one measured
+    # iteration's steps from the ranks' logs, and one sync's steps from a model of its bytes
+    logged_steps: Callable[[dict, dict], list] | None = None
+    modelled_steps: Callable[[dict], list] | None = None
 
     def steps(self, plan: dict) -> list:
         """The sync's traffic as consecutive steps of concurrent flows."""
         return self.phases(plan) if self.phases else [self.traffic(plan)]
+
+    def compute_charges(self, plan: dict, costs: dict) -> tuple[float, float]:
+        """(seconds before the first step, seconds after the last) of one sync: each declared
+        `Compute` whose key `costs` holds ({key: a cost model, anything with `seconds(size)`}),
+        at its `at`, for the plan's `Compute.size`. A key not in `costs` costs nothing."""
+        before = after = 0.0
+        for c in self.compute:
+            if c.key in costs:
+                secs = float(costs[c.key].seconds(c.size(plan)))
+                if c.at == "start":
+                    before += secs
+                else:
+                    after += secs
+        return before, after
 
     def step_rounds(self, plan: dict) -> list[int]:
         """Sequential message rounds per step (`rounds`, else 1 each): the latency term."""

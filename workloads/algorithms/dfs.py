@@ -136,6 +136,12 @@ def _remember(memory: dict, plan: dict, used: int, chosen: int) -> None:
     memory.setdefault("history", []).append(used)
 
 
+def modelled(plan: dict) -> list:
+    """The bytes model of one sync (`_blocksparse.modelled_steps`) at the first block size, whole
+    blocks kept within the budget k (step 2): for another size, give `blocks=B` alone."""
+    return bs.modelled_steps(plan, whole_blocks=True)
+
+
 # --- executor and oracle ---------------------------------------------------------------------
 
 def execute(plan: dict, comm, grads, state):
@@ -180,5 +186,6 @@ ALGORITHM = Algorithm(
             "block size chosen per iteration for both directions, zero blocks skipped on a sharded PS",
     plan=plan, traffic=bs.traffic, execute=execute, validate=validate, phases=bs.phases, options=OPTIONS,
     uses_servers=True, reference=reference, data_dependent=True,
-    compute=bs.COMPUTE, summarize=bs.summarize,
+    compute=bs.COMPUTE, summarize=bs.summarize, logged_steps=bs.logged_steps,
+    modelled_steps=modelled,
 )
