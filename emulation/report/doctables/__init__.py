@@ -25,8 +25,9 @@ from emulation.report.doctables.hd import HD_FOLDERS, hd_default
 from emulation.report.doctables.mgwfbp import (
     MGWFBP_ALL, MGWFBP_MATRIX, MGWFBP_SETTINGS, _sources, mgwfbp_matrix, mgwfbp_settings, mgwfbp_slower)
 from emulation.report.doctables.projection import (
-    ADDITIVITY, BML_SCALE, PROJECTION_SOURCES, RUNTIMES, SWEEP, projection_bml_scale, projection_families,
-    projection_latency_fit, projection_runtimes, projection_sweep, projection_validation)
+    ADDITIVITY, BML_SCALE, PROJECTION_SOURCES, RUNTIMES, SWEEP, projection_bml_scale, projection_compute,
+    projection_compute_fit, projection_families, projection_latency_fit, projection_runtimes, projection_sweep,
+    projection_validation)
 from emulation.report.doctables.results import FIDELITY_FOLDERS, RESULTS_INDEX, fidelity_bounds, results_index
 
 TABLES = {t.id: t for t in [
@@ -56,6 +57,8 @@ TABLES = {t.id: t for t in [
     Table("projection-validation", PROJECTION_SOURCES, projection_validation),
     Table("projection-latency-fit", PROJECTION_SOURCES + ADDITIVITY, projection_latency_fit),
     Table("projection-families", PROJECTION_SOURCES, projection_families),
+    Table("projection-compute-fit", PROJECTION_SOURCES, projection_compute_fit),
+    Table("projection-compute", PROJECTION_SOURCES, projection_compute),
     Table("projection-sweep", SWEEP, projection_sweep),
     Table("projection-bml-scale", BML_SCALE, projection_bml_scale),
     Table("projection-runtimes", RUNTIMES, projection_runtimes),

@@ -193,6 +193,8 @@ def _family(r: dict) -> str:
             "ring, gloo (LeNet-5, 0.25 MB)"
     if a in ("gtopk", "topk"):
         return "gTop-k, Top-k (density 0.001)"
+    if r["sim"].get("bytes_source") == "logged":  # data-dependent: its logged bytes replayed
+        return "DFS, OmniReduce, Top-k PS (logged bytes)"
     if a in LAYERWISE:
         return "layer-wise (sync after backprop)"
     return {"ps": "PS", "bml": "BML", "forest": "forest"}.get(a, a)
@@ -300,3 +302,106 @@ def projection_runtimes(data: dict) -> list[str]:
                          fmt((s.get("memory_estimate_bytes") or 0) / MB, ".0f")])
     return table(["results folder", "topology", "P", "algo", "messages", "routes s", "SimGrid CPU s",
                   "projection wall s", "simulated s", "x bound", "child peak MB", "estimated MB"], rows)
+
+
+# ---- compute and data-dependent bytes (docs/PROJECTION.md, "Compute and data-dependent bytes") ----
+# The machine every docs/results run ran on has 2 cores (each run's cpu.json: "cores"), which its
+# P workers' compressors share: the size a run's compute scaled with is costs.work(elements, P, 2)
+EMULATION_CORES = 2
+
+# which compressors share one cost model: the same executor code (topk and gtopk both select with
+# SparseSet.topk and merge into a dense result); each block-sparse algorithm its own
+COMPRESSORS = {"topk": "top-k", "gtopk": "top-k", "dfs": "dfs", "omnireduce": "omnireduce", "topk_ps": "topk_ps"}
+
+
+def _compute_rows(data: dict) -> list[dict]:
+    """The validation rows of algorithms that declare compute or whose bytes are data-dependent."""
+    from workloads.algorithms import base
+
+    return [r for r in _validation(data) if base.get(r["algorithm"]).compute or r["sim"].get("bytes_source") == "logged"]
+
+
+def _compute_points(rows, key: str) -> list:
+    """(compressor, work, seconds, row) of every run that logged `key`: this CPU's seconds (the
+    `_cpu` figure where the run was charged a real setting's cost instead)."""
+    from emulation.simulator import costs
+
+    out = []
+    for r in rows:
+        m = r["run"]
+        secs = num(m.get(f"{key}_cpu")) if m.get(f"{key}_charged") is not None else num(m.get(key))
+        elements = (r["gradient_bytes"] or 0) // 4
+        if secs is None or not elements:
+            continue
+        out.append((COMPRESSORS.get(r["algorithm"], r["algorithm"]), costs.work(elements, r["workers"], EMULATION_CORES),
+                    secs, r))
+    return out
+
+
+def fitted_costs(data: dict) -> dict:
+    """{(compressor, compute key): (CostModel, fit rows)} fitted on the fit half's runs only
+    (`in_fit_half`), for each compressor with runs at two sizes or more there."""
+    from emulation.simulator import costs
+    from workloads.algorithms import base
+
+    rows = _compute_rows(data)
+    keys = sorted({c.key for r in rows for c in base.get(r["algorithm"]).compute})
+    out = {}
+    for key in keys:
+        pts = _compute_points(rows, key)
+        for comp in sorted({p[0] for p in pts}):
+            fit = [p for p in pts if p[0] == comp and p[3]["fit"]]
+            try:
+                out[(comp, key)] = (costs.fit([(w, s) for _, w, s, _ in fit]), [p[3] for p in fit])
+            except ValueError:
+                continue
+    return out
+
+
+def projection_compute_fit(data: dict) -> list[str]:
+    """The compute cost models, fitted on the fit half, and their error on every run."""
+    fits = fitted_costs(data)
+    rows = _compute_rows(data)
+    cells = []
+    for (comp, key), (model, fit_rows) in sorted(fits.items()):
+        pts = [p for p in _compute_points(rows, key) if p[0] == comp]
+        held = [(p[2], model.seconds(p[1])) for p in pts if not p[3]["fit"]]
+        cells.append([comp, key, f"{model.c0 * 1e3:.2f} ms", f"{model.c1 * 1e9:.2f} ns",
+                      ", ".join(sorted({r["experiment"] for r in fit_rows})), str(len(fit_rows)),
+                      ", ".join(f"{r['experiment']} {r['algo_spec']} (P = {r['workers']}): {fmt(p[2], '.3f')} / "
+                                f"{fmt(model.seconds(p[1]), '.3f')}" for p in pts for r in [p[3]] if not r["fit"]) or
+                      "none held out", span([m / s for s, m in held]) if held else NA])
+    return table(["compressor", "compute", "c0", "c1 (per element x P/2)", "fitted on (fit half)", "runs",
+                  "held out: measured / modelled s", "modelled/measured"], cells) + [
+        "", f"seconds = c0 + c1 x elements x max(1, P / {EMULATION_CORES}): the P workers of a run share this "
+            f"machine's {EMULATION_CORES} cores (costs.work); least squares (costs.fit) over the fit half's runs; "
+            "compressors with fewer than two sizes in the fit half have no model."]
+
+
+def projection_compute(data: dict) -> list[str]:
+    """Sparse and data-dependent runs: simulated with their logged compute means (the replay
+    `syncbed project --measured` does) and with the fit half's cost model instead."""
+    fits = fitted_costs(data)
+    cells = []
+    for r in _compute_rows(data):
+        from workloads.algorithms import base
+
+        algo, sim = base.get(r["algorithm"]), r["sim"]
+        replayed = sim.get("compute_seconds_per_sync") or 0.0
+        network = r["simulated_seconds"] - replayed
+        modelled = None
+        parts = [fits.get((COMPRESSORS.get(r["algorithm"], r["algorithm"]), c.key)) for c in algo.compute]
+        if algo.compute and all(parts):
+            from emulation.simulator import costs
+
+            w = costs.work((r["gradient_bytes"] or 0) // 4, r["workers"], EMULATION_CORES)
+            modelled = network + sum(p[0].seconds(w) for p in parts)
+        cells.append([r["experiment"], "fit" if r["fit"] else "held out", r["topology"], r["algo_spec"], str(r["model"]),
+                      str(r["workers"]), sim.get("bytes_source") or "plan", fmt(r["measured_seconds"], ".3f"),
+                      fmt(network, ".3f"), fmt(common.ratio(network, r["measured_seconds"]), ".2f"),
+                      fmt(replayed, ".3f"), fmt(r["simulated_seconds"], ".3f"), fmt(r["sim_over_measured"], ".2f"),
+                      fmt(modelled, ".3f"), fmt(common.ratio(modelled, r["measured_seconds"]), ".2f"),
+                      verdict(r["run"])])
+    return table(["experiment", "half", "topology", "algorithm", "model", "N", "bytes", "measured s",
+                  "network only s", "sim/meas", "compute (logged means) s", "simulated s", "sim/meas",
+                  "simulated s, fitted compute", "sim/meas", "faithful"], cells)
