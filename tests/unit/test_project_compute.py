@@ -204,3 +204,32 @@ def test_a_measured_data_dependent_run_replays_its_logged_bytes():
     for nic, v in run["payload_bytes_expected"].items():  # per sync, as the analysis put it in summary.json
         assert rec["payload_bytes_expected"][nic]["tx"] == pytest.approx(v["tx"] / syncs)
     assert min(rec["sync_seconds"]) >= run["sparsify_seconds"]
+
+
+GTOPK_P4 = Path(__file__).resolve().parents[2] / "docs/results/gtopk-scaling-fattree/p4"
+
+
+@pytest.mark.skipif(not (GTOPK_P4.is_dir() and DFS.is_dir()), reason="the measured folders are not in this tree")
+def test_measured_projections_replay_the_runs_own_compute_and_logs():
+    from emulation.simulator import sweep
+
+    s = sweep.Sweep(measured=str(GTOPK_P4))
+    measured = sweep.resolve_measured(s)
+    reqs = {req.algo: req for req, _ in sweep.requests(s, measured)}
+    run = next(m for k, m in measured.items() if k[1] == "gtopk,density=0.001")
+    gtopk = reqs["gtopk,density=0.001"]
+    assert dict(gtopk.compute) == {"sparsify_seconds": costs.CostModel(run["sparsify_seconds"]),
+                                   "merge_seconds": costs.CostModel(run["merge_seconds"])}
+    assert gtopk.compute_source == sweep.REPLAY and gtopk.logs is None  # its bytes are its plan's
+    assert reqs["ring"].compute == () and reqs["ring"].logs is None
+    # a given cost model wins for its key; the run's mean stands for the other
+    s = sweep.Sweep(measured=str(GTOPK_P4), compute=["sparsify_seconds=0.01:1e-9"])
+    gtopk = {req.algo: req for req, _ in sweep.requests(s, sweep.resolve_measured(s))}["gtopk,density=0.001"]
+    assert dict(gtopk.compute)["sparsify_seconds"] == costs.CostModel(0.01, 1e-9)
+    assert dict(gtopk.compute)["merge_seconds"] == costs.CostModel(run["merge_seconds"])
+    assert "given" in gtopk.compute_source
+    # a data-dependent run: its logs and the syncs its analysis counted
+    s = sweep.Sweep(measured=str(DFS))
+    measured = sweep.resolve_measured(s)
+    dfs = [req for req, _ in sweep.requests(s, measured) if req.algo.startswith("dfs")][0]
+    assert dfs.logs.endswith("workers") and dfs.syncs == 150 and dict(dfs.compute)["sparsify_seconds"].c1 == 0
