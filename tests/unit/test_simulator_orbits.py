@@ -234,3 +234,9 @@ def test_every_algorithm_with_blocks_expands_them_to_its_steps(name, workers, se
         assert len(blocks) == len(steps)
         for bl, st in zip(blocks, steps):
             assert base.merge_flows(f for b in bl for f in b.flows()) == base.merge_flows(st)
+
+
+def test_a_refusal_of_the_listed_flows_names_why_not_by_orbits():
+    req = core.Request("fattree,k=8", "ps", ecmp="hash", bw=1000, max_memory=200e6)
+    with pytest.raises(core.TooLarge, match=r"GiB available \(not by orbits: hash ECMP"):
+        core.prepare(req, fattree(8, "hash"))
