@@ -644,6 +644,10 @@ def add_project(sub) -> None:
     ap.add_argument("--round-latency", type=float, default=Sweep.round_latency,
                     help="seconds per message round (a ring's 2(N-1) rounds, PS's 1 per phase); default 0: "
                          "bandwidth only. The MG-WFBP authors' 16-worker 10GbE a = 0.908 ms is 30 us per round")
+    ap.add_argument("--fan-in", type=float, default=Sweep.fan_in, metavar="E",
+                    help="fan-in efficiency: a link into a NIC crossed by n flows delivers E + (1 - E)/n of its "
+                         "capacity (SimGrid's NONLINEAR sharing, emulation/simulator/fanin.py); default 1: plain "
+                         "max-min. docs/PROJECTION.md gives E fitted on half of the measured folders")
     ap.add_argument("--compute", action="append", metavar="KEY=C0:C1",
                     help="a cost model of the sync's compute (repeatable): KEY a Compute an algorithm declares "
                          "(its key in summary.json), seconds = C0 + C1 x gradient elements, "
@@ -655,12 +659,9 @@ def add_project(sub) -> None:
     ap.add_argument("--mode", default=Sweep.mode, choices=MODES,
                     help="driver: one actor starts every message of a step (fast); ranks: one actor per rank")
     ap.add_argument("--reduce", default=Sweep.reduce, choices=("auto", "on", "off"),
-                    help="simulate one communication per class of interchangeable flows (exact). auto: by orbits "
-                         "of the routed Fat-Tree's automorphisms where plan and routes are symmetric (two-level "
-                         "routing, every host, equal blocks: no flow listed, emulation/simulator/orbits.py), else "
-                         "by colour refinement of every flow (emulation/simulator/symmetry.py) where every flow "
-                         "would take over 30 CPU s and the routing keeps the symmetry (not hash ECMP on a "
-                         "Fat-Tree); on: colour refinement always; off: every flow")
+                    help="simulate one communication per class of interchangeable flows (exact; "
+                         "emulation/simulator/symmetry.py). auto: where every flow would take over 30 CPU s "
+                         "and the routing keeps the symmetry (not hash ECMP on a Fat-Tree)")
     ap.add_argument("--max-memory-gb", type=float, help="refuse above this estimate (default: MemAvailable)")
     ap.add_argument("--max-minutes", type=float, default=Sweep.max_minutes,
                     help="refuse above this CPU-time estimate")

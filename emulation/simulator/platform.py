@@ -163,15 +163,22 @@ def platform_for(topo: Topology, pairs) -> Platform:
     return Platform(topo.name, topo.hosts() + aliases, topo.switches(), directed_links(topo), routes, eps)
 
 
-def instantiate(platform: Platform, simgrid) -> dict:
+def instantiate(platform: Platform, simgrid, capacity_of_flows: dict | None = None) -> dict:
     """Create `platform` in the current SimGrid engine (the `simgrid` module is passed in: it is
-    imported only in the process that runs the simulation). Returns name -> simgrid.Host."""
+    imported only in the process that runs the simulation). Returns name -> simgrid.Host.
+    `capacity_of_flows`: link name -> (capacity, concurrent flows) -> usable capacity, set as the
+    link's NONLINEAR sharing policy (fan-in: emulation/simulator/fanin.py); other links SHARED."""
     zone = simgrid.NetZone.create_full_zone(f"syncbed-{platform.name}")
     hosts = {h: zone.create_host(h, 1.0).seal() for h in platform.hosts}
     for r in platform.routers:
         zone.create_router(r)
-    links = {name: zone.create_link(name, float(bw)).set_latency(0.0).seal()
-             for name, bw in platform.links.items()}
+    nonlinear = capacity_of_flows or {}
+    links = {}
+    for name, bw in platform.links.items():
+        link = zone.create_link(name, float(bw)).set_latency(0.0)
+        if name in nonlinear:
+            link.set_sharing_policy(simgrid.Link.SharingPolicy.NONLINEAR, nonlinear[name])
+        links[name] = link.seal()
     in_route = {}  # one LinkInRoute per link, shared by every route that crosses it
     for (src, dst), route in platform.routes.items():
         lr = []

@@ -39,6 +39,7 @@ class Sweep:
     alpha: float | None = None  # all-reduce start-up a, seconds (layer-wise planners; with beta)
     beta: float | None = None  # all-reduce seconds per byte b
     round_latency: float = 0.0  # seconds per message round (core.simulated_form)
+    fan_in: float = 1.0  # efficiency of n flows into one NIC (emulation/simulator/fanin.py); 1: off
     # cost models of the sync's compute, `KEY=C0:C1` (costs.parse); with `measured`, a run's own
     # logged means stand for the keys not given here
     compute: list | None = None
@@ -67,9 +68,11 @@ def requests(s: Sweep, measured: dict) -> list[tuple[Request, object]]:
 
     if not s.round_latency >= 0:
         raise ValueError(f"--round-latency {s.round_latency} must be a number of seconds >= 0")
+    if not 0 < s.fan_in <= 1:
+        raise ValueError(f"--fan-in {s.fan_in} must be in (0, 1] (1: no fan-in loss)")
     given = given_costs(s.compute)
     limits = dict(mode=s.mode, max_memory=s.max_memory_gb * 2**30 if s.max_memory_gb else None,
-                  max_seconds=s.max_minutes * 60, round_latency=s.round_latency, reduce=s.reduce,
+                  max_seconds=s.max_minutes * 60, round_latency=s.round_latency, reduce=s.reduce, fan_in=s.fan_in,
                   compute=tuple(sorted(given.items())), compute_source="given (--compute)" if given else "")
     if s.experiment:
         from emulation import config

@@ -284,44 +284,24 @@ def projection_bml_scale(data: dict) -> list[str]:
          fmt(p["sync_over_bound"], ".4f"), "", ""]])
 
 
-# projections by orbits (issue #23, scripts/project_ps_orbits.sh): each folder also keeps
-# command.json, the whole command as `/usr/bin/time -v` measured it
-TIMED = ("projection-ps-fattree16-1024", "projection-ps-fattree24-3456")
 RUNTIMES = ("projection-fattree-sweep/summary.json", "projection-ps-fattree16-512/summary.json",
-            "projection-bml-bcube83/summary.json") + tuple(f"{f}/summary.json" for f in TIMED) \
-    + tuple(f"{f}/command.json" for f in TIMED)
+            "projection-bml-bcube83/summary.json")
 
 
 def projection_runtimes(data: dict) -> list[str]:
-    """What each projection cost on this machine, from its simulator record; "reduced to" the
-    SimGrid communications per step where a reduction ran; the whole command (`/usr/bin/time
-    -v`: wall and peak resident set) where the folder keeps one (command.json), and under which
-    conditions it was timed, below the table."""
-    rows, notes = [], []
+    """What each projection cost on this machine, from its simulator record."""
+    rows = []
     for rel in RUNTIMES:
-        if not rel.endswith("summary.json"):
-            continue
-        folder = rel.split("/")[0]
-        cmd = data.get(f"{folder}/command.json") or {}
-        tv = cmd.get("time_v") or {}
-        if cmd:
-            notes.append(f"`{folder}`: `{cmd['command']}`, timed {cmd['conditions']}")
         for r in data[rel]["runs"]:
             s = r.get("simulator") or {}
-            red = s.get("reduction") or {}
-            rows.append([f"`{folder}`", r["topology"], str(r["workers"]), r["algo_spec"],
+            rows.append([f"`{rel.split('/')[0]}`", r["topology"], str(r["workers"]), r["algo_spec"],
                          f"{s.get('messages', 0):,}" + (f" ({s['steps']} steps)" if (s.get("steps") or 1) > 2 else ""),
-                         " + ".join(map(str, red.get("classes_per_step") or [])) or "-",
                          fmt(s.get("route_seconds"), ".1f"), fmt(s.get("simgrid_cpu_seconds"), ".2g"),
                          fmt(s.get("wall_seconds"), ".3g"), fmt(r["simulated_seconds"], ".4f"),
                          fmt(r["sync_over_bound"], ".4f"), fmt((s.get("child_maxrss_bytes") or 0) / MB, ".0f"),
-                         fmt((s.get("memory_estimate_bytes") or 0) / MB, ".0f"),
-                         fmt(tv.get("wall_seconds"), ".3g") if tv else "-",
-                         fmt(tv["max_rss_kbytes"] * 1024 / MB, ".0f") if tv else "-"])
-    return table(["results folder", "topology", "P", "algo", "messages", "reduced to", "routes s", "SimGrid CPU s",
-                  "projection wall s", "simulated s", "x bound", "child peak MB", "estimated MB",
-                  "command wall s", "command peak MB"], rows) + [
-        "", "Whole commands (`/usr/bin/time -v`): " + "; ".join(notes) + "."]
+                         fmt((s.get("memory_estimate_bytes") or 0) / MB, ".0f")])
+    return table(["results folder", "topology", "P", "algo", "messages", "routes s", "SimGrid CPU s",
+                  "projection wall s", "simulated s", "x bound", "child peak MB", "estimated MB"], rows)
 
 
 # ---- compute and data-dependent bytes (docs/PROJECTION.md, "Compute and data-dependent bytes") ----
@@ -425,3 +405,102 @@ def projection_compute(data: dict) -> list[str]:
     return table(["experiment", "half", "topology", "algorithm", "model", "N", "bytes", "measured s",
                   "network only s", "sim/meas", "compute (logged means) s", "simulated s", "sim/meas",
                   "simulated s, fitted compute", "sim/meas", "faithful"], cells)
+
+
+# ---- fan-in (emulation/simulator/fanin.py; scripts/fan_in.py) ---------------------------
+FAN_IN_FOLDERS = tuple(f for f in PROJECTED if not f.startswith(("mgwfbp", "gtopk")))  # those with PS or BML runs
+FAN_IN_FIT = "projection-fan-in-fit/summary.json"
+FAN_IN_OPTIONS = "projection-fan-in-options/summary.json"
+FAN_IN_RUNS = tuple(f"projection-fan-in/{projected_name(f)}/summary.json" for f in FAN_IN_FOLDERS)
+FAN_IN_SOURCES = PROJECTION_SOURCES + (FAN_IN_FIT,) + FAN_IN_RUNS
+
+
+def fan_in_split(rows) -> tuple[list, list]:
+    """(fit half, held-out half) of `rows` by their folder's side (`in_fit_half`): a folder on one side only."""
+    return [r for r in rows if r["fit"]], [r for r in rows if not r["fit"]]
+
+
+def _fan_in_rows(data: dict) -> tuple[dict, float, list[dict]]:
+    """(the fit's record, L, every faithful run of FAN_IN_FOLDERS: its projection without fan-in
+    and L, `_validation`'s row, and with the fitted e, projection-fan-in/, plus L x rounds)."""
+    fit = data[FAN_IN_FIT]
+    _, lat, _, _ = _fitted(_validation(data))
+    if abs(fit["round_latency_seconds"] - lat) > 1e-9:
+        raise ValueError(f"{FAN_IN_FIT} was fitted with L = {fit['round_latency_seconds']} s, the latency fit now "
+                         f"gives {lat} s: rerun `python scripts/fan_in.py fit` and the fan-in projections")
+    e = fit["fan_in_efficiency"]
+    base = {(r["experiment"], r["topology"], r["algo_spec"], r["model"]): r for r in _validation(data)}
+    out = []
+    for folder, rel in zip(FAN_IN_FOLDERS, FAN_IN_RUNS):
+        proj = data[rel]
+        sims = {(r["topology"], r["algo_spec"], r["model"]): r for r in proj.get("runs", [])}
+        for v in proj.get("validation") or []:
+            key = (projected_name(folder), v["topology"], v["algo_spec"], v["model"])
+            b = base[key]
+            if abs(b["measured_seconds"] - v["measured_seconds"]) > 1e-9 * max(1.0, v["measured_seconds"]):
+                raise ValueError(f"{rel} simulated other runs than docs/results/{folder} now holds: rerun its fan-in "
+                                 f"projection (scripts/fan_in.py)")
+            sim = sims[(v["topology"], v["algo_spec"], v["model"])]
+            used = ((sim.get("simulator") or {}).get("network_model") or {}).get("fan_in_efficiency")
+            if used is None or abs(used - e) > 1e-3 or sim.get("round_latency_seconds"):
+                raise ValueError(f"{rel} was simulated with fan-in {used} and L {sim.get('round_latency_seconds')}, "
+                                 f"not the fitted e = {e:.4f} and L = 0: rerun it")
+            if v["faithful"] is not True:
+                continue
+            with_e = None if b["rounds"] is None else v["simulated_seconds"] + lat * b["rounds"]
+            out.append({**b, "fan_in_seconds": with_e, "fan_in_ratio": common.ratio(with_e, b["measured_seconds"])})
+    return fit, lat, out
+
+
+def projection_fan_in(data: dict) -> list[str]:
+    """Per algorithm, each half: simulated / measured without fan-in and L, and with the fan-in
+    efficiency and the round latency both fitted on the fit half."""
+    fit, lat, rows = _fan_in_rows(data)
+    e = fit["fan_in_efficiency"]
+    fit_runs = fit["runs"]
+    lines = [f"Fit: **e = {e:.3f}** (a link into a NIC crossed by n flows delivers e + (1 - e)/n of its capacity), "
+             f"least squares of (simulated + L x rounds) / measured - 1 over the {len(fit_runs)} faithful "
+             f"{' and '.join(a.upper() if a == 'ps' else a.upper() for a in fit['fit_algorithms'])} runs with "
+             f"gradients of 2 MiB or more in the fit half ({', '.join(sorted({r['experiment'] for r in fit_runs}))}), "
+             f"each simulated at the candidate e ({len(fit['evaluations'])} evaluations, `{fit['command']}`), with "
+             f"L = {lat * 1e3:.2f} ms per round from the latency fit above. Every run below is projected again with "
+             f"`--fan-in {e:.4f}` (`docs/results/projection-fan-in/`) and L x rounds added; faithful runs only.", ""]
+    groups: dict = {}
+    for r in rows:
+        size = ">= 2 MiB" if r["gradient_bytes"] >= LATENCY_MIN_BYTES else "< 2 MiB"
+        groups.setdefault((r["algorithm"], size), []).append(r)
+    cells = []
+    for (algo, size), rs in sorted(groups.items()):
+        for half, pts in zip(("fit", "held out"), fan_in_split(rs)):
+            if not pts:
+                continue
+            r0 = _ratios(pts)
+            r1 = [r["fan_in_ratio"] for r in pts if r["fan_in_ratio"] is not None]
+            cells.append([algo, size, half, str(len(pts)), ", ".join(sorted({r["experiment"] for r in pts})),
+                          span(r0), span(r1), pct(_mean_error(r1)), f"{_within(r1)} of {len(r1)}"])
+    lines += table(["algorithm", "gradients", "half", "faithful runs", "experiments", "sim/meas, e = 1, L = 0",
+                    f"sim/meas, e = {e:.3f}, L = {lat * 1e3:.2f} ms", "mean abs(sim/meas - 1)",
+                    f"within {TOLERANCE:.0%}"], cells)
+    outside = [f"{r['experiment']} {r['topology']} {r['algo_spec']} {r['model']} ({r['fan_in_ratio']:.2f})"
+               for r in rows if not r["fit"] and r["fan_in_ratio"] is not None and abs(r["fan_in_ratio"] - 1) > TOLERANCE]
+    return lines + ["", "Held out and outside 10% with the fitted e and L: " + ("; ".join(outside) or "none") + "."]
+
+
+def projection_fan_in_options(data: dict) -> list[str]:
+    """SimGrid's own options beside today's CM02 on the same faithful runs: do any express fan-in?"""
+    opt = data[FAN_IN_OPTIONS]
+    names = list(opt["options"])
+    ref = names[0]
+    by_algo: dict = {}
+    for r in opt["runs"]:
+        by_algo.setdefault(r["algorithm"], []).append(r)
+    cells = []
+    for algo, rs in sorted(by_algo.items()):
+        row = [algo, str(len(rs))]
+        for n in names:
+            ratios = [r["simulated_seconds"][n] / r["measured_seconds"] for r in rs]
+            shift = [r["simulated_seconds"][n] / r["simulated_seconds"][ref] for r in rs]
+            row.append(span(ratios) + ("" if n == ref else f" (x{span(shift, '.3f')})"))
+        cells.append(row)
+    return table(["algorithm", "faithful runs", *(f"sim/meas, {n}" for n in names)], cells) + [
+        "", f"In brackets: each run's simulated time under the option over {ref}. `{opt['command']}`."]

@@ -1,0 +1,73 @@
+"""Fan-in: what N concurrent TCP flows into one NIC lose against one (issue #23).
+
+Why. The flow model gives every link its capacity whatever the number of flows sharing it
+(max-min fills it). On the emulated network, N-1 flows converging on one host's NIC (a sharded
+PS phase, a BML stage's group) queue in the switch port's HTB queue in front of that NIC, and
+their windows, losses and retransmission timeouts leave the port idle part of the time
+(TCP incast, docs/FIDELITY.md #9): measured PS and BML sit well above their busiest-link bound
+while rings, one flow per NIC, sit at it.
+
+Model (one parameter, e, 0 < e <= 1). The link into a NIC carrying n concurrent flows delivers
+
+    C x eff(n),   eff(n) = e + (1 - e) / n
+
+of its capacity C: one flow gets it all (eff(1) = 1), and the loss grows with n toward 1 - e
+(the fraction of time a deep shared queue leaves the port idle when many windows compete).
+It is applied inside SimGrid, by SimGrid's own NONLINEAR sharing policy (`Link.set_sharing_policy`:
+the link's capacity is a function of the number of flows crossing it, re-evaluated at every
+event) on every link into a NIC (the last link of a route: where incast queues), so it follows
+the flows as they start and end and needs no algorithm's name: any plan with fan-in gets it.
+No built-in option expresses it (docs/PROJECTION.md, "Fan-in").
+
+e is fitted on the fit half of the measured folders (`fit`: least squares of simulated /
+measured - 1 over the faithful runs with fan-in, each simulated at the candidate e) and reported
+on the other half (emulation/report/doctables/projection.py)."""
+from __future__ import annotations
+
+
+def efficiency(n: int, e: float) -> float:
+    """eff(n) = e + (1 - e) / n: the share of a NIC link's capacity that n concurrent flows get."""
+    if not 0 < e <= 1:
+        raise ValueError(f"fan-in efficiency {e!r} must be in (0, 1]")
+    if n <= 1:
+        return 1.0
+    return e + (1.0 - e) / n
+
+
+def capacity(e: float):
+    """The NONLINEAR callback SimGrid calls: (capacity, concurrent flows) -> usable capacity."""
+    efficiency(1, e)  # validates e before the engine runs
+
+    def cb(c: float, n: int) -> float:
+        return c * efficiency(n, e)
+    return cb
+
+
+def nic_links(routes) -> set:
+    """The directed links into a NIC: the last link of every route (`Platform.routes` values)."""
+    return {r[-1] for r in routes if r}
+
+
+def fan_in(steps_links) -> int:
+    """Most flows that cross one link at once in any step; `steps_links`: per step, the last
+    link of each flow's route. 1 where every NIC receives one flow at a time."""
+    from collections import Counter
+
+    return max((max(Counter(s).values()) for s in steps_links if s), default=0)
+
+
+def fit(evaluate, lo: float = 0.05, hi: float = 1.0, tol: float = 1e-3) -> tuple[float, float]:
+    """(e, cost) minimizing cost(e) = sum over the fit runs of (simulated(e) / measured - 1)^2,
+    `evaluate(e)` returning that list of ratios (each a simulation at e). Bounded scalar
+    minimization (scipy's), the cost being unimodal in e where every simulated time falls as e
+    grows. Pure given `evaluate`; ValueError if it returns no ratio."""
+    from scipy.optimize import minimize_scalar
+
+    def cost(e: float) -> float:
+        ratios = list(evaluate(float(e)))
+        if not ratios:
+            raise ValueError("fitting the fan-in efficiency needs at least one run with fan-in")
+        return float(sum((x - 1.0) ** 2 for x in ratios))
+
+    res = minimize_scalar(cost, bounds=(lo, hi), method="bounded", options={"xatol": tol})
+    return float(res.x), float(res.fun)

@@ -1,0 +1,129 @@
+"""Fan-in in the projection (emulation/simulator/fanin.py, NetworkModel.fan_in in core.py) and the
+split its fit uses (emulation/report/doctables/projection.py).
+
+- eff(n) = e + (1 - e) / n: one flow unchanged, bounds, bad e refused;
+- the fit recovers a known e from synthetic runs (simulated = t / eff(n, e), measured at e_true);
+- inside SimGrid (NONLINEAR sharing on the links into NICs): a plan with one flow per NIC is
+  unchanged, n flows into one NIC take 1 / eff(n) longer, 1 is plain max-min;
+- the split of the fan-in fit never has a folder on both sides.
+"""
+from __future__ import annotations
+
+import pytest
+
+from emulation.simulator import core
+from emulation.simulator import fanin
+
+pytestmark = pytest.mark.unit
+
+needs_simgrid = pytest.mark.skipif(core.simgrid_available() is not None,
+                                   reason=f"SimGrid is not importable: {core.simgrid_available()}")
+
+
+def test_efficiency_leaves_one_flow_alone_and_falls_toward_e():
+    for e in (0.3, 0.6, 1.0):
+        assert fanin.efficiency(1, e) == 1.0
+        assert fanin.efficiency(0, e) == 1.0
+        assert fanin.efficiency(2, e) == pytest.approx(e + (1 - e) / 2)
+        effs = [fanin.efficiency(n, e) for n in range(1, 50)]
+        assert all(a >= b for a, b in zip(effs, effs[1:]))  # more flows, less each
+        assert min(effs) > e or e == 1.0
+    assert fanin.capacity(0.5)(100.0, 4) == pytest.approx(100.0 * (0.5 + 0.5 / 4))
+
+
+@pytest.mark.parametrize("e", [0.0, -0.1, 1.01, float("nan")])
+def test_bad_efficiency_is_refused(e):
+    with pytest.raises(ValueError, match="fan-in efficiency"):
+        fanin.efficiency(3, e)
+    with pytest.raises(ValueError):
+        fanin.capacity(e)
+
+
+def test_fan_in_counts_flows_per_link():
+    assert fanin.fan_in([["a", "b"], ["c", "c", "c", "d"]]) == 3
+    assert fanin.fan_in([["a", "b", "c"]]) == 1
+    assert fanin.nic_links([("up", "core", "down1"), ("up", "down2"), ()]) == {"down1", "down2"}
+
+
+@pytest.mark.parametrize("e_true", [0.35, 0.6, 0.85])
+def test_fit_recovers_a_known_efficiency(e_true):
+    # synthetic runs: bandwidth terms t with fan-in n; what a run measures is t / eff(n, e_true)
+    runs = [(1.0, 2), (2.5, 3), (0.7, 15), (4.0, 8), (1.2, 1)]
+    measured = [t / fanin.efficiency(n, e_true) for t, n in runs]
+    e, cost = fanin.fit(lambda e: [t / fanin.efficiency(n, e) / m for (t, n), m in zip(runs, measured)])
+    assert e == pytest.approx(e_true, abs=2e-3)
+    assert cost < 1e-5
+
+
+def test_fit_needs_a_run():
+    with pytest.raises(ValueError, match="at least one run"):
+        fanin.fit(lambda e: [])
+
+
+@needs_simgrid
+@pytest.mark.parametrize("spec,algo", [("fattree,k=4", "ring"), ("bcube,n=3,k=2", "ring")])
+def test_one_flow_per_nic_is_unchanged(spec, algo):
+    plain = core.project(core.Request(spec, algo, mb=4, bw=20))
+    with_fan_in = core.project(core.Request(spec, algo, mb=4, bw=20, fan_in=0.3))
+    assert with_fan_in["simulator"]["network_model"]["fan_in_efficiency"] == 0.3
+    # the only second flow into a NIC is the successor's notifications (Gloo's framing back),
+    # while it lasts: 0.08% at e = 0.3 on Fat-Tree k=4
+    assert with_fan_in["simulated_seconds"] == pytest.approx(plain["simulated_seconds"], rel=2e-3)
+
+
+@needs_simgrid
+def test_a_single_flow_per_nic_is_exactly_unchanged():
+    # a permutation (every host sends to the next, nothing else): one flow into each NIC
+    from emulation.simulator import platform as simgrid_platform
+    from topologies.spec import build
+
+    topo = simgrid_platform.indexed(build("fattree,k=4", bw=20))
+    hosts = topo.hosts()
+    pairs = [(a, b, 0) for a, b in zip(hosts, hosts[1:] + hosts[:1])]
+    platform = simgrid_platform.platform_for(topo, pairs + [(hosts[2], hosts[1], 0)])
+    sched = [[(*platform.endpoints[pr], 10**6 * (i + 1)) for i, pr in enumerate(pairs)]]
+    plain = core.simulate(platform, sched)
+    for e in (0.2, 0.64):
+        got = core.simulate(platform, sched, core.NetworkModel(fan_in=e))
+        assert got["step_seconds"] == plain["step_seconds"]
+    # and two flows into one NIC do pay: the same bytes, 1 / eff(2) longer
+    two = [[(*platform.endpoints[pairs[0]], 10**6), (*platform.endpoints[(hosts[2], hosts[1], 0)], 10**6)]]
+    assert core.simulate(platform, two, core.NetworkModel(fan_in=0.5))["sync_seconds"] == pytest.approx(
+        core.simulate(platform, two)["sync_seconds"] / fanin.efficiency(2, 0.5), rel=1e-9)
+
+
+@needs_simgrid
+def test_n_flows_into_a_nic_take_one_over_eff_longer():
+    # sharded PS on Fat-Tree k=4 with two-level routing (non-blocking): every NIC receives from
+    # the 15 other ranks in each phase, all NIC links loaded alike, so each phase is the
+    # plain max-min time divided by eff(15)
+    req = dict(topo="fattree,k=4", algo="ps", workers=16, mb=4, bw=20, ecmp="two-level", reduce="off")
+    plain = core.project(core.Request(**req))
+    prep = core.prepare(core.Request(**req))
+    n = fanin.fan_in([[(f.dst, f.nic) for f in step if f.bytes > 0] for step in prep.steps])
+    assert n == 15
+    e = 0.5
+    got = core.project(core.Request(**req, fan_in=e))
+    assert got["simulated_seconds"] == pytest.approx(plain["simulated_seconds"] / fanin.efficiency(n, e), rel=1e-2)
+    assert got["payload_equal"]  # the same bytes, only slower
+    assert core.project(core.Request(**req, fan_in=1.0))["simulated_seconds"] == plain["simulated_seconds"]
+
+
+@needs_simgrid
+def test_fan_in_is_refused_on_a_reduced_schedule():
+    with pytest.raises(ValueError, match="reduced schedule"):
+        core.project(core.Request("fattree,k=4", "ps", 16, mb=1, bw=20, ecmp="two-level", fan_in=0.5, reduce="on"))
+
+
+def test_fan_in_fit_split_never_has_a_folder_on_both_sides():
+    from emulation.report.doctables import projection as pt
+
+    halves = {}
+    for folder in pt.FAN_IN_FOLDERS:
+        halves.setdefault(pt.in_fit_half(pt.projected_name(folder)), set()).add(folder)
+    assert set(halves) == {True, False}  # both halves hold folders
+    assert not halves[True] & halves[False]
+    rows = [{"folder": f, "fit": pt.in_fit_half(pt.projected_name(f))} for f in pt.FAN_IN_FOLDERS for _ in range(2)]
+    fit, held = pt.fan_in_split(rows)
+    assert {r["folder"] for r in fit}.isdisjoint({r["folder"] for r in held})
+    assert len(fit) + len(held) == len(rows)
