@@ -25,7 +25,8 @@ from emulation.report.doctables.hd import HD_FOLDERS, hd_default
 from emulation.report.doctables.mgwfbp import (
     MGWFBP_ALL, MGWFBP_MATRIX, MGWFBP_SETTINGS, _sources, mgwfbp_matrix, mgwfbp_settings, mgwfbp_slower)
 from emulation.report.doctables.projection import (
-    ADDITIVITY, BML_SCALE, PROJECTION_SOURCES, RUNTIMES, SWEEP, projection_bml_scale, projection_compute,
+    ADDITIVITY, BML_SCALE, FAN_IN_OPTIONS, FAN_IN_SOURCES, PROJECTION_SOURCES, RUNTIMES, SWEEP,
+    projection_bml_scale, projection_compute, projection_fan_in, projection_fan_in_options,
     projection_compute_fit, projection_families, projection_latency_fit, projection_runtimes, projection_sweep,
     projection_validation)
 from emulation.report.doctables.results import FIDELITY_FOLDERS, RESULTS_INDEX, fidelity_bounds, results_index
@@ -57,6 +58,8 @@ TABLES = {t.id: t for t in [
     Table("projection-validation", PROJECTION_SOURCES, projection_validation),
     Table("projection-latency-fit", PROJECTION_SOURCES + ADDITIVITY, projection_latency_fit),
     Table("projection-families", PROJECTION_SOURCES, projection_families),
+    Table("projection-fan-in", FAN_IN_SOURCES, projection_fan_in),
+    Table("projection-fan-in-options", (FAN_IN_OPTIONS,), projection_fan_in_options),
     Table("projection-compute-fit", PROJECTION_SOURCES, projection_compute_fit),
     Table("projection-compute", PROJECTION_SOURCES, projection_compute),
     Table("projection-sweep", SWEEP, projection_sweep),

@@ -408,7 +408,7 @@ def projection_compute(data: dict) -> list[str]:
 
 
 # ---- fan-in (emulation/simulator/fanin.py; scripts/fan_in.py) ---------------------------
-FAN_IN_FOLDERS = tuple(f for f in PROJECTED if not f.startswith(("mgwfbp", "gtopk")))  # those with PS or BML runs
+FAN_IN_FOLDERS = PROJECTED  # every measured folder with a projection, projected again with the fitted e
 FAN_IN_FIT = "projection-fan-in-fit/summary.json"
 FAN_IN_OPTIONS = "projection-fan-in-options/summary.json"
 FAN_IN_RUNS = tuple(f"projection-fan-in/{projected_name(f)}/summary.json" for f in FAN_IN_FOLDERS)
@@ -447,7 +447,8 @@ def _fan_in_rows(data: dict) -> tuple[dict, float, list[dict]]:
                                  f"not the fitted e = {e:.4f} and L = 0: rerun it")
             if v["faithful"] is not True:
                 continue
-            with_e = None if b["rounds"] is None else v["simulated_seconds"] + lat * b["rounds"]
+            # layer-wise plans (no rounds) pay their own measured start-ups, as in projection-validation
+            with_e = v["simulated_seconds"] + lat * (b["rounds"] or 0)
             out.append({**b, "fan_in_seconds": with_e, "fan_in_ratio": common.ratio(with_e, b["measured_seconds"])})
     return fit, lat, out
 
@@ -464,7 +465,8 @@ def projection_fan_in(data: dict) -> list[str]:
              f"gradients of 2 MiB or more in the fit half ({', '.join(sorted({r['experiment'] for r in fit_runs}))}), "
              f"each simulated at the candidate e ({len(fit['evaluations'])} evaluations, `{fit['command']}`), with "
              f"L = {lat * 1e3:.2f} ms per round from the latency fit above. Every run below is projected again with "
-             f"`--fan-in {e:.4f}` (`docs/results/projection-fan-in/`) and L x rounds added; faithful runs only.", ""]
+             f"`--fan-in {e:.4f}` (`docs/results/projection-fan-in/`) and L x rounds added (layer-wise plans: their own "
+             f"start-ups instead); faithful runs only.", ""]
     groups: dict = {}
     for r in rows:
         size = ">= 2 MiB" if r["gradient_bytes"] >= LATENCY_MIN_BYTES else "< 2 MiB"

@@ -1,0 +1,139 @@
+"""Fan-in in the projection (issue #23): which SimGrid option could express it, and the fit of
+our own one-parameter model (emulation/simulator/fanin.py) on the fit half of the folders.
+
+    chrt --idle 0 nice -n 19 .venv/bin/python scripts/fan_in.py options   # -> docs/results/projection-fan-in-options/
+    chrt --idle 0 nice -n 19 .venv/bin/python scripts/fan_in.py fit       # -> docs/results/projection-fan-in-fit/
+
+`options` simulates every faithful run of the folders with PS or BML runs (OPTION_FOLDERS) under
+SimGrid's own alternatives to today's CM02 configuration (NetworkModel.cfg): LV08 (its latency
+and bandwidth factors, weight-S), cross-traffic on, the SMPI model (size-dependent bandwidth
+factors). `fit` fits the fan-in efficiency e on the faithful PS and BML runs of 2 MiB or more in
+the fit half (`in_fit_half`), each simulated at the candidate e inside SimGrid, plus the round
+latency L fitted on the fit half's rings (projection-latency-fit) times its rounds; it records
+every evaluation. The held-out half is then projected with `syncbed project --measured
+docs/results/F --fan-in E --out docs/results/projection-fan-in/NAME` (every folder of FOLDERS) and
+reported by `syncbed docs` (projection-fan-in).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from emulation.report.doctables.projection import (FAN_IN_FOLDERS as FOLDERS, LATENCY_MIN_BYTES,  # noqa: E402
+                                                   in_fit_half, projected_name)
+from emulation.simulator import core, fanin, sweep  # noqa: E402
+
+OPTION_FOLDERS = tuple(f for f in FOLDERS if not f.startswith(("mgwfbp", "gtopk")))  # those with PS or BML runs
+FIT_ALGOS = ("ps", "bml")  # the incast the model is for; forest and gTop-k have unmodelled CPU of their own
+
+OPTIONS = {
+    "CM02 (today)": None,
+    "LV08": ["--cfg=network/model:LV08", "--cfg=network/optim:Full"],
+    "CM02 + crosstraffic": "crosstraffic",
+    "SMPI": ["--cfg=network/model:SMPI", "--cfg=network/optim:Full"],
+}
+
+
+def _preps(folder: str):
+    """(prepared projection, measured run) for every faithful measured run of `folder`."""
+    s = sweep.Sweep(measured=str(ROOT / "docs/results" / folder))
+    measured = sweep.resolve_measured(s)
+    for p in sweep.prepare_all(s, measured, log=lambda *a: None):
+        m = measured.get((p.topo.name, p.spec, p.model))
+        if m is not None and m.get("faithful") is True:
+            yield p, m
+
+
+def _key(folder, p, m) -> dict:
+    return {"experiment": projected_name(folder), "folder": folder, "topology": p.topo.name, "algo_spec": p.spec,
+            "algorithm": p.algo.name, "model": p.model, "workers": len(p.hosts),
+            "gradient_bytes": m.get("gradient_bytes"), "measured_seconds": m["median_sync_seconds"]}
+
+
+def options(out: Path) -> None:
+    base_cfg = core.NetworkModel.cfg
+    runs = []
+    try:
+        for folder in OPTION_FOLDERS:
+            for p, m in _preps(folder):
+                row = {**_key(folder, p, m), "simulated_seconds": {}}
+                for name, cfg in OPTIONS.items():
+                    if cfg is None:
+                        core.NetworkModel.cfg = base_cfg
+                    elif cfg == "crosstraffic":
+                        core.NetworkModel.cfg = lambda self: [c for c in base_cfg(self) if "crosstraffic" not in c] + [
+                            "--cfg=network/crosstraffic:1"]
+                    else:
+                        core.NetworkModel.cfg = lambda self, cfg=cfg: list(cfg)
+                    row["simulated_seconds"][name] = core.project(p)["simulated_seconds"]
+                core.NetworkModel.cfg = base_cfg
+                runs.append(row)
+                print(row["experiment"], row["topology"], row["algo_spec"], row["model"],
+                      {k: round(v / row["measured_seconds"], 3) for k, v in row["simulated_seconds"].items()}, flush=True)
+    finally:
+        core.NetworkModel.cfg = base_cfg
+    _write(out, {"experiment": "SimGrid options against fan-in", "options": {k: v for k, v in OPTIONS.items()},
+                 "folders": list(OPTION_FOLDERS), "runs": runs})
+
+
+def _round_latency() -> float:
+    """L fitted on the fit half's rings (the projection-latency-fit table's)."""
+    from emulation.report import docs
+    from emulation.report.doctables import projection
+
+    data = docs.load_sources(ROOT / "docs/results", projection.PROJECTION_SOURCES)
+    return projection._fitted(projection._validation(data))[1]
+
+
+def fit(out: Path, lat: float) -> None:
+    pts = []
+    for folder in FOLDERS:
+        if not in_fit_half(projected_name(folder)):
+            continue
+        for p, m in _preps(folder):
+            if p.algo.name in FIT_ALGOS and (m.get("gradient_bytes") or 0) >= LATENCY_MIN_BYTES:
+                rounds = sum(p.algo.step_rounds(p.plan))
+                pts.append((folder, p, m, rounds))
+    evaluations = []
+
+    def evaluate(e: float) -> list:
+        sims = []
+        for folder, p, m, rounds in pts:
+            q = dataclasses.replace(p, req=dataclasses.replace(p.req, fan_in=e, reduce="off"), reduce=False)
+            sims.append(core.project(q)["simulated_seconds"])
+        evaluations.append({"fan_in": e, "simulated_seconds": sims})
+        ratios = [(s + lat * k) / m["median_sync_seconds"] for s, (_, _, m, k) in zip(sims, pts)]
+        print(f"e = {e:.4f}: cost {sum((x - 1) ** 2 for x in ratios):.4f}", flush=True)
+        return ratios
+
+    e, cost = fanin.fit(evaluate)
+    _write(out, {"experiment": "fan-in efficiency fitted on the fit half", "fan_in_efficiency": e, "cost": cost,
+                 "round_latency_seconds": lat, "fit_algorithms": list(FIT_ALGOS),
+                 "min_gradient_bytes": LATENCY_MIN_BYTES,
+                 "runs": [{**_key(f, p, m), "rounds": k} for f, p, m, k in pts], "evaluations": evaluations})
+
+
+def _write(out: Path, summary: dict) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    summary.update(simulated=True, finished=time.strftime("%Y-%m-%dT%H:%M:%S"), command=" ".join(sys.argv))
+    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    print(f"wrote {out / 'summary.json'}")
+
+
+if __name__ == "__main__":
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("what", choices=("options", "fit"))
+    ap.add_argument("--round-latency", type=float, help="L (s per round) added in the fit; default: projection-latency-fit's")
+    a = ap.parse_args()
+    if a.what == "options":
+        options(ROOT / "docs/results/projection-fan-in-options")
+    else:
+        fit(ROOT / "docs/results/projection-fan-in-fit", a.round_latency if a.round_latency is not None else _round_latency())
