@@ -127,3 +127,26 @@ def test_fan_in_fit_split_never_has_a_folder_on_both_sides():
     fit, held = pt.fan_in_split(rows)
     assert {r["folder"] for r in fit}.isdisjoint({r["folder"] for r in held})
     assert len(fit) + len(held) == len(rows)
+
+
+def _fan_in_data():
+    from pathlib import Path
+
+    from emulation.report import docs
+    from emulation.report.doctables import projection as pt
+
+    return pt, docs.load_sources(Path(__file__).resolve().parents[2] / "docs/results", pt.FAN_IN_SOURCES)
+
+
+def test_the_fan_in_table_reports_each_run_on_its_folders_side_and_refuses_another_e():
+    import copy
+
+    pt, data = _fan_in_data()
+    fit, lat, rows = pt._fan_in_rows(data)
+    assert rows and all(r["fit"] == pt.in_fit_half(r["experiment"]) for r in rows)
+    # the fit used only fit-half folders
+    assert all(pt.in_fit_half(r["experiment"]) for r in fit["runs"])
+    other = copy.deepcopy(data)
+    other[pt.FAN_IN_FIT]["fan_in_efficiency"] += 0.01
+    with pytest.raises(ValueError, match="not the fitted e"):
+        pt._fan_in_rows(other)
