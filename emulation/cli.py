@@ -659,9 +659,12 @@ def add_project(sub) -> None:
     ap.add_argument("--mode", default=Sweep.mode, choices=MODES,
                     help="driver: one actor starts every message of a step (fast); ranks: one actor per rank")
     ap.add_argument("--reduce", default=Sweep.reduce, choices=("auto", "on", "off"),
-                    help="simulate one communication per class of interchangeable flows (exact; "
-                         "emulation/simulator/symmetry.py). auto: where every flow would take over 30 CPU s "
-                         "and the routing keeps the symmetry (not hash ECMP on a Fat-Tree)")
+                    help="simulate one communication per class of interchangeable flows (exact). auto: by orbits "
+                         "of the routed Fat-Tree's automorphisms where plan and routes are symmetric (two-level "
+                         "routing, every host, equal blocks: no flow listed, emulation/simulator/orbits.py), else "
+                         "by colour refinement of every flow (emulation/simulator/symmetry.py) where every flow "
+                         "would take over 30 CPU s and the routing keeps the symmetry (not hash ECMP on a "
+                         "Fat-Tree); on: colour refinement always; off: every flow")
     ap.add_argument("--max-memory-gb", type=float, help="refuse above this estimate (default: MemAvailable)")
     ap.add_argument("--max-minutes", type=float, default=Sweep.max_minutes,
                     help="refuse above this CPU-time estimate")

@@ -286,8 +286,7 @@ def _check_cluster(cfg: RunConfig):
     spec = parse(cfg.cluster)
     if spec is None:
         return None
-    unsupported = [k for k, v in (("background", cfg.background), ("train", cfg.train), ("ddp", cfg.ddp),
-                                  ("real_setting", cfg.real_setting)) if v]
+    unsupported = [k for k, v in (("background", cfg.background),) if v]
     if unsupported:
         raise ValueError(f"cluster: {unsupported[0]} does not run across servers yet (docs/CLUSTER.md); "
                          "run it on one server")

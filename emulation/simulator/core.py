@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from emulation.simulator import platform as simgrid_platform
+from emulation.simulator import orbits
 from emulation.simulator import symmetry
 from topologies.description import Topology
 from workloads.algorithms import base
@@ -609,6 +610,11 @@ class Prepared:
     model: str = ""
     background: list = field(default_factory=list)  # flows of concurrent jobs (background.parse form)
     reduce: bool = False  # simulate one communication per class of interchangeable flows (symmetry.py)
+    # by orbits (`_prepare_orbits`): the plan's blocks and their OrbitForm, no flow listed;
+    # else why that path did not apply (None: not tried)
+    orbits: object = None
+    blocks: list | None = None
+    orbits_refused: str | None = None
 
     @property
     def steps(self) -> list:
@@ -758,13 +764,21 @@ def prepare(req: Request, topo: Topology | None = None) -> Prepared:
     if why:
         raise base.NotAccepted(why)
     layer_sizes, layers, model = _layers(req)
-    _check_growth(req, name, raw, topo, workers, servers, layer_sizes, layers)
+    by_orbits = _prepare_orbits(req, topo, name, raw, workers, servers, layer_sizes, layers, model)
+    if isinstance(by_orbits, Prepared):
+        return by_orbits
+    try:
+        _check_growth(req, name, raw, topo, workers, servers, layer_sizes, layers)
+    except TooLarge as e:
+        raise TooLarge(f"{e} (not by orbits: {by_orbits})") from None
     hosts = place(topo, workers + servers, req.placement)
     ctx = base.PlanContext(workers=workers, servers=servers, layer_sizes=layer_sizes, layers=layers,
                            nics=len(topo.host_nics(hosts[0])), topology=topo, hosts=tuple(hosts), options=raw,
                            link=dict(req.link) if req.link else None)
     algo, plan = base.plan_for(name, ctx)
-    return checked(req, topo, hosts, algo, plan, ctx, base.spec_of(name, raw), model)
+    p = checked(req, topo, hosts, algo, plan, ctx, base.spec_of(name, raw), model)
+    p.orbits_refused = by_orbits
+    return p
 
 
 def prepare_planned(run, req: Request) -> Prepared:
@@ -864,6 +878,10 @@ def project(req: Request | Prepared, topo: Topology | None = None, inspect: bool
 
     t0 = time.perf_counter()
     p = req if isinstance(req, Prepared) else prepare(req, topo)
+    if p.orbits is not None:
+        if p.req.fan_in != 1.0:
+            raise ValueError("--fan-in counts every flow into a NIC: it cannot run on flow orbits")
+        return _project_orbits(p, t0, inspect, log)
     fast, hosts, algo, ctx, flows, form = p.topo, p.hosts, p.algo, p.ctx, p.flows, p.form
     model = NetworkModel(fan_in=p.req.fan_in)
     if model.fan_in != 1.0 and p.reduce:
@@ -929,6 +947,131 @@ def project(req: Request | Prepared, topo: Topology | None = None, inspect: bool
         it = times["simulated_iteration_seconds"]
         rec.update(iteration_seconds=[it], simulated_iteration_seconds=it, backward_seconds=[form.backward_seconds],
                    scaling_efficiency=form.backward_seconds / it if it > 0 else None, **algo.describe(p.plan))
+    rec["simulator"]["orbits_refused"] = p.orbits_refused
     if inspect:
         rec.update(_sim=sim, _platform=platform, _steps=p.steps, _sched=sched)
+    return rec
+
+
+# ---- a symmetric plan on a symmetric network: one communication per orbit (issue #23) ----
+def _prepare_orbits(req: Request, topo: Topology, name: str, raw: dict, workers: int, servers: int,
+                    layer_sizes, layers, model: str):
+    """The projection by orbits (`orbits.py`: the plan's blocks under the routed Fat-Tree's
+    automorphisms, one route per orbit, no flow listed) as a Prepared, or one line saying why
+    it does not apply (the projection then lists every flow, as before). `--reduce auto` only:
+    `on` keeps the colour refinement of every flow (`symmetry.py`), `off` reduces nothing."""
+    from topologies.placement import place
+
+    if req.reduce != "auto":
+        return f"--reduce {req.reduce}"
+    if getattr(req, "fan_in", 1.0) != 1.0:  # a NIC's capacity would depend on how many flows cross it
+        return "a fan-in efficiency below 1 shares a link by its number of flows, which one flow per orbit changes"
+    why = orbits.refusal(topo)
+    if why:
+        return why
+    algo = base.get(name)
+    if algo.blocks is None or algo.data_dependent:
+        return f"{algo.name} gives its steps as flows only (no Algorithm.blocks)"
+    if req.logs is not None:
+        return "a measured run is replayed flow by flow"
+    hosts = place(topo, workers + servers, req.placement)
+    ctx = base.PlanContext(workers=workers, servers=servers, layer_sizes=layer_sizes, layers=layers,
+                           nics=len(topo.host_nics(hosts[0])), topology=topo, hosts=tuple(hosts), options=raw,
+                           link=dict(req.link) if req.link else None)
+    algo, plan = base.plan_for(name, ctx)
+    if algo.timeline(plan) is not None:
+        return f"{algo.name}'s steps overlap backprop (Algorithm.timeline): released one by one, not symmetric"
+    blocks = algo.step_blocks(plan)
+    why = orbits.steps_refusal(topo, hosts, blocks)
+    if why:
+        return why
+    t0 = time.perf_counter()
+    try:
+        form = orbits.orbit_form(topo, hosts, blocks, simgrid_platform.directed_links(topo))
+    except ValueError as e:
+        return str(e)
+    form.info["seconds"] = round(time.perf_counter() - t0, 3)
+    rounds = algo.step_rounds(plan)
+    if len(rounds) != len(blocks):
+        raise ValueError(f"{algo.name}: {len(rounds)} round counts for {len(blocks)} steps")
+    before, after = _charged(len(blocks), 1, *algo.compute_charges(plan, dict(req.compute)))
+    # no flow listed: steps stays empty, the timing lists have one entry per step of blocks
+    sim_form = SimForm([], [0.0] * len(blocks), [req.round_latency * r for r in rounds], before=before, after=after)
+    need = estimate_memory(topo, form.info["routes_walked"], 6, sum(form.info["classes_per_step"]))
+    cpu = estimate_seconds(topo, form.info["routes_walked"], form.info["classes_per_step"])
+    have = req.max_memory if req.max_memory is not None else available_memory()
+    what = f"{algo.name} on {len(hosts)} hosts of {topo.name} by orbits"
+    if need > have:
+        raise TooLarge(f"{what} needs about {need / 2**30:.1f} GiB, {have / 2**30:.1f} GiB available")
+    if req.max_seconds is not None and cpu > req.max_seconds:
+        raise TooLarge(f"{what} would take about {cpu / 3600:.1f} CPU hours; limit {req.max_seconds / 60:g} min")
+    p = Prepared(req, base.spec_of(name, raw), topo, hosts, algo, plan, ctx, sim_form, [], set(), need, cpu,
+                 model, [], True)
+    p.orbits, p.blocks = form, blocks
+    return p
+
+
+def _project_orbits(p: Prepared, t0: float, inspect: bool, log=None) -> dict:
+    """`project` for a Prepared by orbits: SimGrid runs one communication per flow orbit; bytes
+    per NIC are laid back from the orbits and checked against the blocks' closed form."""
+    from emulation import expected as analysis
+
+    fast, hosts, algo, ctx, of = p.topo, p.hosts, p.algo, p.ctx, p.orbits
+    model = NetworkModel()
+    flows = sum(of.flows_per_step)
+    if log:
+        log(f"  {flows} flows in {len(of.sched)} step(s) as {' + '.join(map(str, of.info['classes_per_step']))} "
+            f"orbits ({of.info['routes_walked']} routes walked, {of.info['seconds']:.1f} s)")
+    sim = simulate(of.platform, of.sched, model, p.req.mode, inspect, p.form.timing())
+    times = _times(sim, p.form)
+    link_bytes = of.link_bytes(sim["sent"])
+    per_sync = orbits.block_nic_bytes(fast, hosts, p.blocks)
+    simulated_nics = nic_bytes(fast, hosts, link_bytes)
+    zero = {"tx": 0, "rx": 0}
+    mismatched = sorted(k for k in set(per_sync) | set(simulated_nics)
+                        if per_sync.get(k, zero) != simulated_nics.get(k, zero))
+    all_sent = {(a, b): size for step in of.sched for a, b, size in step}
+    bound = analysis.bound_seconds(fast, orbits.port_bytes(fast, of.link_bytes(all_sent)))
+    link_mbps = sorted({fast.link_of(n.name).bw for h in hosts for n in fast.host_nics(h)})
+    t = times["simulated_seconds"]
+    blocks = [b for step in p.blocks for b in step]
+    info = dict(of.info)
+    info["simgrid_cpu_estimate_seconds"] = round(sum(step_seconds(c) for c in info["classes_per_step"]), 3)
+    rec = {
+        "simulated": True, "status": "ok", "error": None,
+        "topology": fast.name, "algorithm": algo.name, "algo_spec": p.spec,
+        "workers": ctx.workers, "servers": ctx.servers, "hosts": hosts,
+        "model": p.model, "gradient_bytes": ctx.gradient_bytes,
+        "link_mbps": link_mbps[0] if len(link_mbps) == 1 else link_mbps, "ecmp": fast.params.get("ecmp"),
+        "iters": 1, "warmup": 0, "syncs_counted": 1,
+        "sync_seconds": [t], "median_sync_seconds": t, "step_seconds": sim["step_seconds"],
+        "bytes_source": p.form.bytes_source, "compute_seconds_per_sync": sum(p.form.before) + sum(p.form.after),
+        "compute_costs": {k: m.describe() for k, m in p.req.compute} or None,
+        "compute_source": p.req.compute_source or None,
+        "simulated_seconds": t, "round_latency_seconds": p.req.round_latency,
+        "rounds_per_sync": sum(algo.step_rounds(p.plan)),
+        "bound_seconds": bound, "bound_nonblocking_seconds": analysis.bound_seconds(fast, per_sync),
+        "sync_over_bound": t / bound if bound else None,
+        "payload_bytes_expected": per_sync, "payload_bytes_simulated": simulated_nics,
+        "payload_equal": not mismatched, "payload_mismatched": mismatched[:20],
+        "framing_bytes_per_sync": sum(b.count * b.messages for b in blocks) * base.GLOO_FRAMING_BYTES,
+        "data_bytes_per_sync": sum(b.count * b.bytes for b in blocks),
+        "switches_total": len(fast.switches()),
+        "background_links_reduced": 0, "background_notes": [],
+        "simulator": {"name": "SimGrid", "version": sim.get("version"), "network_model": model.describe(),
+                      "mode": p.req.mode, "platform": of.platform.counts(), "messages": flows,
+                      "steps": len(of.sched), "route_seconds": info["seconds"],
+                      "platform_seconds": round(sim["wall"]["platform_seconds"], 3),
+                      "run_seconds": round(sim["wall"]["run_seconds"], 3),
+                      "simgrid_seconds": round(sim["wall"]["total_seconds"], 3),
+                      "simgrid_cpu_seconds": round(sim["wall"]["cpu_seconds"], 3),
+                      "wall_seconds": round(time.perf_counter() - t0, 3),
+                      "cpu_estimate_seconds": round(p.cpu_seconds, 3),
+                      "memory_estimate_bytes": int(p.memory_bytes),
+                      "child_maxrss_bytes": sim["child_maxrss_bytes"],
+                      "parent_maxrss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+                      "reduction": info, "orbits_refused": None},
+    }
+    if inspect:
+        rec.update(_sim=sim, _platform=of.platform, _steps=None, _sched=of.sched, _link_bytes=link_bytes)
     return rec

@@ -76,6 +76,25 @@ def test_fattree_over_two_servers(tmp_path, two_servers):
     check_cluster(folder, summary, "agg-core")
 
 
+def test_a_real_setting_is_probed_and_planned_across_two_servers(tmp_path, two_servers):
+    """MG-WFBP standing for the authors' 8-node cluster: the link probe's all-reduce crosses
+    the servers, the stand-in scales the model from it, and the plan's groups run there."""
+    exp = tmp_path / "real.yaml"
+    exp.write_text("topologies: [\"fattree,k=4\"]\nalgorithms: [mgwfbp]\nworkers: 8\nplacement: spread\n"
+                   "model: resnet20\nreal_setting: {name: 8 nodes, alpha: 0.523e-3, beta: 8.57e-10}\n"
+                   "bw: 20\necmp: two-level\niters: 2\nwarmup: 1\n")
+    p = syncbed("run", str(exp), "--out", str(tmp_path / "out"), *two_servers)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    folder, summary = results(tmp_path / "out")
+    assert summary["status"] == "ok", summary["error"]
+    probe = summary["networks"][0]["link_probes"][0]
+    assert probe["ok"] and probe["workers"] == 8, probe
+    (run,) = summary["runs"]
+    assert run["real_setting"]["name"] == "8 nodes" and run["time_dilation"] > 1, run
+    check_run(run)
+    check_cluster(folder, summary, "agg-core")
+
+
 def test_a_server_that_does_not_answer_is_refused_before_anything_starts(tmp_path, two_servers):
     p = syncbed("run", "--topo", "bcube,n=3,k=2", "--algo", "ring", "--model", "synthetic,mb=1",
                 "--out", str(tmp_path), "--cluster", "10.99.0.1,10.99.0.3", "--ssh-config", SSH_CONFIG, timeout=120)

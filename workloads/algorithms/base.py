@@ -9,7 +9,10 @@ Algorithm(...)`. It has two halves (docs/STYLE.md: plan in pure functions, execu
   traffic cut into steps that run one after another, for the flow-level bound in
   the SimGrid simulation, emulation/simulator/core.py; absent = one step, all flows at once) and,
   optionally, `rounds(plan) -> [int]` (per step, the message rounds it waits through one
-  after another, e.g. a ring's 2(N-1); the projection's latency term; absent = 1 per step);
+  after another, e.g. a ring's 2(N-1); the projection's latency term; absent = 1 per step) and,
+  optionally, `blocks(plan) -> [[FlowBlock]] | None` (the same steps, each as all-to-all
+  blocks of equal flows, so the projection can reduce a symmetric plan by symmetry without
+  listing its P(P-1) flows, issue #23; absent or None = the projection lists every flow);
 - executor: `execute(plan, comm, grads, state) -> torch.Tensor`, run inside the worker,
   which only carries out the plan with Gloo calls through `comm` (workloads/comm.py).
   `state` (`SyncState`) is made once per rank and run and handed to every call: the
@@ -129,6 +132,29 @@ class Flow:
     def payload(self) -> int:
         """TCP payload on the wire: the data plus Gloo's framing per message."""
         return self.bytes + self.messages * GLOO_FRAMING_BYTES
+
+
+@dataclass(frozen=True)
+class FlowBlock:
+    """Every ordered pair of `srcs` x `dsts` with src != dst: one `Flow(src, dst, nic, bytes,
+    messages)` each, in a few numbers instead of |srcs| x |dsts| objects (`Algorithm.blocks`).
+    A sharded PS step on P ranks is one or two blocks instead of P(P-1) flows, which is what
+    lets the projection reduce it by symmetry without listing every flow (issue #23)."""
+
+    srcs: tuple  # ranks
+    dsts: tuple  # ranks
+    nic: int
+    bytes: int
+    messages: int = 1
+
+    @property
+    def count(self) -> int:
+        """How many flows the block stands for."""
+        return len(self.srcs) * len(self.dsts) - len(set(self.srcs) & set(self.dsts))
+
+    def flows(self) -> list["Flow"]:
+        """The block's flows, listed (small plans and tests only: this is what blocks avoid)."""
+        return [Flow(s, d, self.nic, self.bytes, self.messages) for s in self.srcs for d in self.dsts if s != d]
 
 
 @dataclass(frozen=True)
@@ -330,9 +356,19 @@ class Algorithm:
     logged_steps: Callable[[dict, dict], list] | None = None
     modelled_steps: Callable[[dict], list] | None = None
 
+    # the same steps as `steps(plan)`, each as FlowBlocks (all-to-all blocks of equal flows),
+    # for a plan whose flows are too many to list (PS: P(P-1) a step); returns None where the
+    # plan has no such form. None (the default): the projection lists every flow
+    blocks: Callable[[dict], list | None] | None = None
+
     def steps(self, plan: dict) -> list:
         """The sync's traffic as consecutive steps of concurrent flows."""
         return self.phases(plan) if self.phases else [self.traffic(plan)]
+
+    def step_blocks(self, plan: dict) -> list | None:
+        """The steps as lists of `FlowBlock`s (`blocks`), or None where the algorithm or this
+        plan has no block form. Expanding them gives `steps(plan)` flow for flow (tested)."""
+        return self.blocks(plan) if self.blocks else None
 
     def compute_charges(self, plan: dict, costs: dict) -> tuple[float, float]:
         """(seconds before the first step, seconds after the last) of one sync: each declared
@@ -350,7 +386,10 @@ class Algorithm:
 
     def step_rounds(self, plan: dict) -> list[int]:
         """Sequential message rounds per step (`rounds`, else 1 each): the latency term."""
-        return list(self.rounds(plan)) if self.rounds else [1] * len(self.steps(plan))
+        if self.rounds:
+            return list(self.rounds(plan))
+        blocks = self.step_blocks(plan)  # counting steps without listing their flows
+        return [1] * (len(blocks) if blocks is not None else len(self.steps(plan)))
 
     def figures(self, observed: dict) -> dict:
         """What summary.json keeps of the workers' observations (`observed`: {worker rank:

@@ -20,7 +20,7 @@ import time
 
 import torch
 
-from workloads.algorithms.base import DTYPE_BYTES, Algorithm, Flow, merge_flows, split
+from workloads.algorithms.base import DTYPE_BYTES, Algorithm, Flow, FlowBlock, merge_flows, split
 from workloads.gradients import as_flat
 
 PUSH_TAG, PULL_TAG = 0, 1
@@ -50,6 +50,20 @@ def phases(plan: dict) -> list[list[Flow]]:
     return [merge_flows(Flow(src, dst, plan["nic"], DTYPE_BYTES * (end - start))
                         for phase, src, dst, (start, end) in _phases(plan) if phase == name)
             for name in ("push", "pull")]
+
+
+def blocks(plan: dict) -> list[list[FlowBlock]]:
+    """`phases` as FlowBlocks (base.Algorithm.blocks): per step, one block per shard size,
+    push from every worker to the owners of that size, pull back; a co-located owner keeps its
+    own shard (the block's src != dst). O(P) numbers for P(P-1) flows."""
+    workers = tuple(range(plan["workers"]))
+    by_size: dict = {}
+    for owner, (start, end) in zip(plan["owners"], plan["shards"]):
+        if end > start:
+            by_size.setdefault(DTYPE_BYTES * (end - start), []).append(owner)
+    push = [FlowBlock(workers, tuple(o), plan["nic"], b) for b, o in sorted(by_size.items())]
+    pull = [FlowBlock(tuple(o), workers, plan["nic"], b) for b, o in sorted(by_size.items())]
+    return [push, pull]
 
 
 def traffic(plan: dict) -> list[Flow]:
@@ -112,5 +126,5 @@ def execute(plan: dict, comm, grads, state=None):
 ALGORITHM = Algorithm(
     name="ps",
     summary="sharded parameter server: co-located on all workers (servers=0) or on S dedicated ranks",
-    plan=plan, traffic=traffic, execute=execute, uses_servers=True, phases=phases,
+    plan=plan, traffic=traffic, execute=execute, uses_servers=True, phases=phases, blocks=blocks,
 )

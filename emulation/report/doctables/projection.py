@@ -284,24 +284,44 @@ def projection_bml_scale(data: dict) -> list[str]:
          fmt(p["sync_over_bound"], ".4f"), "", ""]])
 
 
+# projections by orbits (issue #23, scripts/project_ps_orbits.sh): each folder also keeps
+# command.json, the whole command as `/usr/bin/time -v` measured it
+TIMED = ("projection-ps-fattree16-1024", "projection-ps-fattree24-3456")
 RUNTIMES = ("projection-fattree-sweep/summary.json", "projection-ps-fattree16-512/summary.json",
-            "projection-bml-bcube83/summary.json")
+            "projection-bml-bcube83/summary.json") + tuple(f"{f}/summary.json" for f in TIMED) \
+    + tuple(f"{f}/command.json" for f in TIMED)
 
 
 def projection_runtimes(data: dict) -> list[str]:
-    """What each projection cost on this machine, from its simulator record."""
-    rows = []
+    """What each projection cost on this machine, from its simulator record; "reduced to" the
+    SimGrid communications per step where a reduction ran; the whole command (`/usr/bin/time
+    -v`: wall and peak resident set) where the folder keeps one (command.json), and under which
+    conditions it was timed, below the table."""
+    rows, notes = [], []
     for rel in RUNTIMES:
+        if not rel.endswith("summary.json"):
+            continue
+        folder = rel.split("/")[0]
+        cmd = data.get(f"{folder}/command.json") or {}
+        tv = cmd.get("time_v") or {}
+        if cmd:
+            notes.append(f"`{folder}`: `{cmd['command']}`, timed {cmd['conditions']}")
         for r in data[rel]["runs"]:
             s = r.get("simulator") or {}
-            rows.append([f"`{rel.split('/')[0]}`", r["topology"], str(r["workers"]), r["algo_spec"],
+            red = s.get("reduction") or {}
+            rows.append([f"`{folder}`", r["topology"], str(r["workers"]), r["algo_spec"],
                          f"{s.get('messages', 0):,}" + (f" ({s['steps']} steps)" if (s.get("steps") or 1) > 2 else ""),
+                         " + ".join(map(str, red.get("classes_per_step") or [])) or "-",
                          fmt(s.get("route_seconds"), ".1f"), fmt(s.get("simgrid_cpu_seconds"), ".2g"),
                          fmt(s.get("wall_seconds"), ".3g"), fmt(r["simulated_seconds"], ".4f"),
                          fmt(r["sync_over_bound"], ".4f"), fmt((s.get("child_maxrss_bytes") or 0) / MB, ".0f"),
-                         fmt((s.get("memory_estimate_bytes") or 0) / MB, ".0f")])
-    return table(["results folder", "topology", "P", "algo", "messages", "routes s", "SimGrid CPU s",
-                  "projection wall s", "simulated s", "x bound", "child peak MB", "estimated MB"], rows)
+                         fmt((s.get("memory_estimate_bytes") or 0) / MB, ".0f"),
+                         fmt(tv.get("wall_seconds"), ".3g") if tv else "-",
+                         fmt(tv["max_rss_kbytes"] * 1024 / MB, ".0f") if tv else "-"])
+    return table(["results folder", "topology", "P", "algo", "messages", "reduced to", "routes s", "SimGrid CPU s",
+                  "projection wall s", "simulated s", "x bound", "child peak MB", "estimated MB",
+                  "command wall s", "command peak MB"], rows) + [
+        "", "Whole commands (`/usr/bin/time -v`): " + "; ".join(notes) + "."]
 
 
 # ---- compute and data-dependent bytes (docs/PROJECTION.md, "Compute and data-dependent bytes") ----

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# PS at 1024 and 3456 workers by orbits (issue #23), timed as whole commands:
+#   flock /run/syncbed/lock bash scripts/project_ps_orbits.sh     (the machine otherwise idle)
+# Each projection becomes docs/results/projection-ps-fattree<k>-<P>/ (summary.json, report.md)
+# plus command.json: the command and what `/usr/bin/time -v` measured of it (elapsed wall,
+# user and system CPU, peak resident set), which the run-time table of docs/PROJECTION.md reads.
+# k = 24 uses a gradient 3456 owners split into equal shards (303 elements each, 3.99 MiB): with
+# 4 MiB the shards are unequal, the plan is not symmetric under the Fat-Tree's automorphisms and
+# the projection falls back to listing its 24M flows, which it refuses (too large).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+run() {  # NAME then the project options
+  local name=$1; shift
+  local out="docs/results/$name" tmp
+  tmp=$(mktemp -d)
+  /usr/bin/time -v -o "$tmp/time.txt" .venv/bin/python -m emulation.cli project "$@" --out "$tmp/out"
+  rm -rf "$out" && mkdir -p "$out" && cp "$tmp/out/summary.json" "$tmp/out/report.md" "$out/"
+  .venv/bin/python - "$tmp/time.txt" "$out/command.json" "$*" "${CONDITIONS:-the machine otherwise idle (flock /run/syncbed/lock)}" <<'PY'
+import json, sys
+keys = {"Elapsed (wall clock) time (h:mm:ss or m:ss)": "wall_seconds", "User time (seconds)": "user_seconds",
+        "System time (seconds)": "system_seconds", "Maximum resident set size (kbytes)": "max_rss_kbytes"}
+out = {}
+for line in open(sys.argv[1]):
+    k, _, v = line.strip().rpartition(": ")
+    if k in keys:
+        if ":" in v:  # m:ss.ss or h:mm:ss
+            secs = 0.0
+            for part in v.split(":"):
+                secs = secs * 60 + float(part)
+            v = secs
+        out[keys[k]] = float(v)
+json.dump({"command": "syncbed project " + sys.argv[3], "time_v": out, "conditions": sys.argv[4]},
+          open(sys.argv[2], "w"), indent=1)
+PY
+  rm -rf "$tmp"
+  echo "== $name: $(cat "$out/command.json" | tr -d '\n')"
+}
+run projection-ps-fattree16-1024 --topo fattree,k=16 --workers 1024 --algo ps --mb 4 --bw 1000 --ecmp two-level
+run projection-ps-fattree24-3456 --topo fattree,k=24 --algo ps --mb 3.99462890625 --bw 1000 --ecmp two-level

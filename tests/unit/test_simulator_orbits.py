@@ -1,0 +1,242 @@
+"""The projection by orbits (emulation/simulator/orbits.py, issue #23): a symmetric plan on a
+symmetric network, one SimGrid communication per orbit of flows, no flow listed.
+
+- the generators are automorphisms of the routed Fat-Tree (every route of k = 4, 6, 8 maps onto
+  the route of the image pair; capacities kept), and not of hash ECMP;
+- PS's blocks (`Algorithm.blocks`) are its phases, flow for flow, co-located or not, equal
+  shards or not;
+- the orbits are the orbits: computed by brute force (union-find over the generators' images
+  of every pair) they are the 2 (k/2)^2 - 1 classes with the sizes and the n(L, F) the form
+  uses, which hold on every link of each link orbit (equitable);
+- the projection by orbits gives the unreduced simulation's sync and step times (1e-9
+  relative), bytes per NIC, expected bytes, bound and byte totals: PS on Fat-Tree k = 4, 6, 8
+  with two-level routing (k = 6 with a gradient of equal shards), and per-class bandwidths;
+- where the symmetry does not hold it is refused and named, and the projection falls back to
+  listing every flow with the same answer as `--reduce off`: hash ECMP, one host's link at
+  another bandwidth, fewer workers than hosts, unequal shards, dedicated servers, an algorithm
+  without blocks.
+"""
+from __future__ import annotations
+
+import pytest
+
+from emulation import expected as analysis
+from emulation.simulator import core, orbits
+from emulation.simulator import platform as simgrid_platform
+from topologies.spec import build
+from workloads.algorithms import base
+
+pytestmark = [pytest.mark.unit]
+
+TOL = 1e-9
+needs_simgrid = pytest.mark.skipif(core.simgrid_available() is not None,
+                                   reason=f"SimGrid is not importable: {core.simgrid_available()}")
+
+
+def fattree(k, ecmp="two-level"):
+    return simgrid_platform.indexed(build(f"fattree,k={k}", bw=1000, ecmp=ecmp))
+
+
+def equal_shards_mb(hosts: int) -> float:
+    """A gradient (MiB) that `hosts` owners split into equal shards: 4096 elements each."""
+    return hosts * 4096 * base.DTYPE_BYTES / 2**20
+
+
+@pytest.mark.parametrize("k", [4, 6, 8])
+def test_the_generators_are_automorphisms_of_two_level_routes(k):
+    topo = fattree(k)
+    assert orbits.refusal(topo) is None
+    assert orbits.check_generators(topo) == []
+
+
+def test_hash_ecmp_has_no_such_group_and_is_refused():
+    topo = fattree(4, "hash")
+    assert "hash ECMP" in orbits.refusal(topo)
+    assert orbits.check_generators(topo)  # the brute force finds routes the generators do not keep
+
+
+@pytest.mark.parametrize("workers,servers,elements", [(16, 0, 4096 * 16), (16, 0, 1001), (5, 0, 7), (12, 3, 1000)])
+def test_ps_blocks_are_its_phases(workers, servers, elements):
+    ctx = base.PlanContext(workers=workers, servers=servers, layer_sizes=(elements,))
+    algo, plan = base.plan_for("ps", ctx)
+    blocks = algo.step_blocks(plan)
+    steps = algo.steps(plan)
+    assert len(blocks) == len(steps) == 2
+    for bl, st in zip(blocks, steps):
+        listed = base.merge_flows(f for b in bl for f in b.flows())
+        assert listed == base.merge_flows(st)
+        assert sum(b.count for b in bl) == len(st)
+    assert algo.step_rounds(plan) == [1, 1]
+    assert base.get("ring").step_blocks({}) is None  # the default: no block form
+
+
+def pair_orbits(topo):
+    """Orbits of every (src, dst) host pair under the generators, by union-find (brute force)."""
+    gens = orbits.generators(topo)
+    hosts = topo.hosts()
+    pairs = [(s, d) for s in hosts for d in hosts if s != d]
+    parent = {p: p for p in pairs}
+
+    def find(x):
+        while parent[x] != x:
+            x = parent[x]
+        return x
+
+    for m in gens.values():
+        for s, d in pairs:
+            a, b = find((s, d)), find((m[s], m[d]))
+            if a != b:
+                parent[b] = a
+    out = {}
+    for p in pairs:
+        out.setdefault(find(p), set()).add(p)
+    return list(out.values())
+
+
+@pytest.mark.parametrize("k", [4, 6])
+def test_the_orbits_are_the_brute_force_orbits_and_equitable(k):
+    topo = fattree(k)
+    hosts = topo.hosts()
+    P, h = len(hosts), k // 2
+    ctx = base.PlanContext(workers=P, layer_sizes=(4096 * P,), topology=topo, hosts=tuple(hosts))
+    algo, plan = base.plan_for("ps", ctx)
+    form = orbits.orbit_form(topo, hosts, algo.step_blocks(plan), simgrid_platform.directed_links(topo))
+    brute = pair_orbits(topo)
+    assert len(brute) == 2 * h * h - 1 == form.info["classes_per_step"][0]
+    # the form's representatives from h0_0_2, in its order
+    reps = [(f"h{p}_{e}_{t + 2}") for p in (0, 1) for e in range(h) for t in range(h)]
+    reps = [d for d in reps if d != "h0_0_2"]
+    orbit_of_pair = {pair: i for i, o in enumerate(brute) for pair in o}
+    by_rep = [next(o for o in brute if ("h0_0_2", d) in o) for d in reps]
+    assert sorted(len(o) for o in by_rep) == sorted(len(o) for o in brute)
+    link_orbit = form.orbit_of
+    # equitable: every link of an orbit L carries exactly n(L, F) flows of each flow orbit F
+    on_link: dict = {}
+    for s in hosts:
+        for d in hosts:
+            if s != d:
+                for tx, _ in topo.route(s, topo.host_nics(d)[0].ip):
+                    key = (tx, orbit_of_pair[(s, d)])
+                    on_link[key] = on_link.get(key, 0) + 1
+    for c, (orbit, n) in enumerate(zip(by_rep, form.n[0])):
+        o = orbit_of_pair[next(iter(orbit))]
+        for link, lo in link_orbit.items():
+            assert on_link.get((link, o), 0) == n.get(lo, 0), (c, link)
+
+
+@needs_simgrid
+@pytest.mark.parametrize("k,mb", [(4, 4.0), (6, equal_shards_mb(54)), (8, 4.0)])
+def test_projection_by_orbits_gives_the_unreduced_answer(k, mb):
+    spec = f"fattree,k={k}"
+    runs = {red: core.project(core.Request(spec, "ps", ecmp="two-level", bw=1000, mb=mb, max_seconds=None,
+                                           reduce=red)) for red in ("off", "auto")}
+    off, by = runs["off"], runs["auto"]
+    assert by["simulator"]["reduction"]["method"].startswith("orbits")
+    assert by["simulator"]["orbits_refused"] is None and off["simulator"]["orbits_refused"] == "--reduce off"
+    assert by["simulator"]["reduction"]["classes_per_step"] == [2 * (k // 2) ** 2 - 1] * 2
+    assert by["median_sync_seconds"] == pytest.approx(off["median_sync_seconds"], rel=TOL)
+    assert by["step_seconds"] == pytest.approx(off["step_seconds"], rel=TOL)
+    assert by["payload_equal"] and off["payload_equal"]
+    assert by["payload_bytes_simulated"] == off["payload_bytes_simulated"]
+    assert by["payload_bytes_expected"] == off["payload_bytes_expected"]
+    for key in ("bound_seconds", "bound_nonblocking_seconds", "data_bytes_per_sync", "framing_bytes_per_sync",
+                "rounds_per_sync"):
+        assert by[key] == off[key], key
+    assert by["simulator"]["messages"] == off["simulator"]["messages"]
+
+
+@needs_simgrid
+def test_orbit_link_bytes_are_the_routes_bytes():
+    topo = fattree(4)
+    p = core.prepare(core.Request("fattree,k=4", "ps", ecmp="two-level", bw=1000, max_seconds=None), topo)
+    assert p.orbits is not None
+    rec = core.project(p, inspect=True)
+    flows = p.algo.traffic(p.plan)
+    ports = analysis.expected_port_bytes(topo, p.hosts, flows, 1)
+    assert orbits.port_bytes(topo, rec["_link_bytes"]) == ports
+
+
+def falls_back(topo, req, why):
+    """`auto` refuses the orbits (named) and lists every flow, with `off`'s answer."""
+    p = core.prepare(req, topo)
+    assert p.orbits is None and why in p.orbits_refused, p.orbits_refused
+    rec = core.project(p)
+    off = core.project(core.Request(**{**req.__dict__, "reduce": "off"}), topo)
+    assert rec["simulator"]["orbits_refused"] == p.orbits_refused
+    assert rec["median_sync_seconds"] == pytest.approx(off["median_sync_seconds"], rel=TOL)
+    assert rec["payload_equal"] and rec["payload_bytes_simulated"] == off["payload_bytes_simulated"]
+
+
+@needs_simgrid
+def test_hash_ecmp_falls_back_named():
+    falls_back(fattree(4, "hash"), core.Request("fattree,k=4", "ps", ecmp="hash", bw=1000, max_seconds=None),
+               "hash ECMP")
+
+
+@needs_simgrid
+def test_one_slower_host_link_falls_back_named():
+    topo = build("fattree,k=4", bw=1000, ecmp="two-level")
+    topo.set_bandwidth({"h0_0_2": 500})
+    falls_back(simgrid_platform.indexed(topo),
+               core.Request("fattree,k=4", "ps", ecmp="two-level", bw=1000, max_seconds=None), "unequal capacities")
+
+
+@needs_simgrid
+def test_per_class_bandwidths_keep_the_symmetry():
+    topo = build("fattree,k=4", bw=1000, ecmp="two-level")
+    topo.set_bandwidth({"agg-core": 250})
+    topo = simgrid_platform.indexed(topo)
+    req = core.Request("fattree,k=4", "ps", ecmp="two-level", bw=1000, max_seconds=None)
+    by, off = core.project(req, topo), core.project(core.Request(**{**req.__dict__, "reduce": "off"}), topo)
+    assert by["simulator"]["reduction"]["method"].startswith("orbits")
+    assert by["median_sync_seconds"] == pytest.approx(off["median_sync_seconds"], rel=TOL)
+    assert by["payload_bytes_simulated"] == off["payload_bytes_simulated"] and by["bound_seconds"] == off["bound_seconds"]
+
+
+@needs_simgrid
+@pytest.mark.parametrize("kw,why", [(dict(workers=12), "fewer than every host"),
+                                    (dict(mb=0.0001), "unequal shards"),
+                                    (dict(workers=14, servers=2), "dedicated servers"),
+                                    (dict(algo="ring"), "no Algorithm.blocks")])
+def test_asymmetric_plans_fall_back_named(kw, why):
+    req = core.Request("fattree,k=4", kw.pop("algo", "ps"), ecmp="two-level", bw=1000, max_seconds=None, **kw)
+    falls_back(fattree(4), req, why)
+
+
+def test_on_keeps_the_colour_refinement():
+    p = core.prepare(core.Request("fattree,k=4", "ps", ecmp="two-level", bw=1000, max_seconds=None, reduce="on"),
+                     fattree(4))
+    assert p.orbits is None and p.orbits_refused == "--reduce on" and p.reduce
+
+
+@needs_simgrid
+def test_round_latency_is_charged_as_when_every_flow_is_listed():
+    req = dict(ecmp="two-level", bw=1000, max_seconds=None, round_latency=3e-5)
+    by = core.project(core.Request("fattree,k=4", "ps", **req))
+    off = core.project(core.Request("fattree,k=4", "ps", reduce="off", **req))
+    assert by["simulator"]["reduction"]["method"].startswith("orbits")
+    assert by["median_sync_seconds"] == pytest.approx(off["median_sync_seconds"], rel=TOL)
+    assert by["step_seconds"] == pytest.approx(off["step_seconds"], rel=TOL)
+
+
+@pytest.mark.parametrize("name", [n for n, a in base.registry().items() if a.blocks is not None])
+@pytest.mark.parametrize("workers,servers", [(1, 0), (4, 0), (7, 0), (6, 2)])
+def test_every_algorithm_with_blocks_expands_them_to_its_steps(name, workers, servers):
+    algo = base.get(name)
+    if algo.refusal(workers, servers):
+        pytest.skip(algo.refusal(workers, servers))
+    for elements in (3, 1000, 4096 * workers):
+        _, plan = base.plan_for(name, base.PlanContext(workers=workers, servers=servers, layer_sizes=(elements,)))
+        blocks = algo.step_blocks(plan)
+        if blocks is None:
+            continue
+        steps = algo.steps(plan)
+        assert len(blocks) == len(steps)
+        for bl, st in zip(blocks, steps):
+            assert base.merge_flows(f for b in bl for f in b.flows()) == base.merge_flows(st)
+
+
+def test_a_refusal_of_the_listed_flows_names_why_not_by_orbits():
+    req = core.Request("fattree,k=8", "ps", ecmp="hash", bw=1000, max_memory=200e6)
+    with pytest.raises(core.TooLarge, match=r"GiB available \(not by orbits: hash ECMP"):
+        core.prepare(req, fattree(8, "hash"))
