@@ -31,6 +31,37 @@ EFFICIENCY = {  # model -> scaling efficiency in % at P = 32: dense S-SGD, Top-k
     "alexnet": ("AlexNet", 0.7, 5.3, 9.1),
     "resnet50": ("ResNet-50", 20.3, 57.8, 74.0),
 }
+# The authors' alpha-beta model on their 1 GbE (C `plot_allreduce_comparison`, docs/papers/gtopk.md 1.1
+# and 1.3): alpha per message, beta per byte (9e-6 ms/B; 3.6e-5 ms per fp32 element).
+ALPHA_S = 0.436e-3
+BETA_S_PER_BYTE = 9.0e-9
+COST_MODEL = "the authors' alpha-beta cost model (their plotting script and README, docs/papers/gtopk.md 1.3)"
+
+SCALE_CLAIM = {"what": "communication O(k log P) for gTop-k against O(kP) for Top-k (AllGather)", "value": "trend",
+               "unit": "", "source": "ICDCS 2019 abstract"}
+
+
+def model_seconds(algorithm: str, workers: int, elements: int, density: float = 0.001,
+                  alpha: float = ALPHA_S, beta: float = BETA_S_PER_BYTE) -> float:
+    """Communication seconds of one sync in the authors' model (m elements, rho = density, beta
+    per element = 4 beta per byte): dense ring 2(P-1) alpha + 2(P-1)/P m beta; Top-k AllGather
+    alpha log2 P + 2(P-1) rho m beta (the README's; the script drops its alpha); gTop-k
+    2 alpha log2 P + 4 rho m log2 P beta (the script's: reduce and broadcast). Pure; ValueError
+    for another algorithm or P < 1."""
+    import math
+
+    if workers < 1 or elements < 1:
+        raise ValueError(f"model_seconds: workers {workers} and elements {elements} must be >= 1")
+    p, m, b = workers, elements, 4 * beta
+    if algorithm == "ring":
+        return 2 * (p - 1) * alpha + 2 * (p - 1) / p * m * b
+    if algorithm == "topk":
+        return alpha * math.log2(p) + 2 * (p - 1) * density * m * b
+    if algorithm == "gtopk":
+        return 2 * alpha * math.log2(p) + 4 * density * m * math.log2(p) * b
+    raise ValueError(f"model_seconds: {algorithm!r} has no cost model here; valid: ring, topk, gtopk")
+
+
 CLAIMS = [
     {"what": "scaling efficiency of gTop-k over dense S-SGD", "value": [2.7, 12], "unit": "x", "source": ABSTRACT},
     {"what": "scaling efficiency of gTop-k over Top-k S-SGD", "value": [1.1, 1.7], "unit": "x", "source": ABSTRACT},

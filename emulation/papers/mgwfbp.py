@@ -48,6 +48,16 @@ CLAIMS = [
              "worse than WFBP or one all-reduce on any instance tried)"},
 ]
 
+# The papers' large-scale results: trends only, their numbers are printed from traces we do not
+# have (docs/papers/mgwfbp.md 1.6); docs/PROJECTION.md "The papers' scales" sets the projection
+# to 2,048 workers beside them.
+SCALE_CLAIMS = [
+    {"what": "trace-based simulation, 64 nodes: MG-WFBP's scaling efficiency much better than WFBP's and "
+             "SyncEASGD's", "value": "trend", "unit": "", "source": "INFOCOM 2019 abstract"},
+    {"what": "trace-based simulation, 4 to 2,048 GPUs: MG-WFBP outperforms the state of the art",
+     "value": "trend", "unit": "", "source": "TPDS 2021 abstract"},
+]
+
 
 def paper_claim(model: str, baseline: str) -> dict | None:
     """The paper's number for this model and baseline, else its range over all experiments."""

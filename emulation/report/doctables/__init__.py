@@ -29,6 +29,8 @@ from emulation.report.doctables.projection import (
     projection_bml_scale, projection_compute, projection_fan_in, projection_fan_in_options,
     projection_compute_fit, projection_families, projection_latency_fit, projection_runtimes, projection_sweep,
     projection_validation)
+from emulation.report.doctables.papers_scale import (
+    FOREST_SCALE, GTOPK_SCALE, MGWFBP_SCALE, projection_forest_scale, projection_gtopk_scale, projection_mgwfbp_scale)
 from emulation.report.doctables.results import FIDELITY_FOLDERS, RESULTS_INDEX, fidelity_bounds, results_index
 
 TABLES = {t.id: t for t in [
@@ -65,4 +67,6 @@ TABLES = {t.id: t for t in [
     Table("projection-sweep", SWEEP, projection_sweep),
     Table("projection-bml-scale", BML_SCALE, projection_bml_scale),
     Table("projection-runtimes", RUNTIMES, projection_runtimes),
+    Table("projection-mgwfbp-scale", MGWFBP_SCALE, projection_mgwfbp_scale),
+    Table("projection-gtopk-scale", GTOPK_SCALE, projection_gtopk_scale),
 ]}
