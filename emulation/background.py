@@ -9,7 +9,9 @@ per link as background bytes).
 
 Per run, the flows start before the workers (servers first, then clients, each checked to
 be running) and stop after them; their processes are registered in the run's State, so a
-killed run's `syncbed clean` stops them too. iperf3's interval reports go to
+killed run's `syncbed clean` stops them too. On another server of a cluster, a flow's iperf3
+runs under ssh without a pty, so stopping ssh does not stop it: it carries SYNCBED_BACKGROUND in
+its environment and `stop` kills the run's processes so marked there. iperf3's interval reports go to
 `background/flow<i>.log` in the run folder.
 
 `parse` and `check` are pure (unit-tested); `Background` runs the processes.
@@ -17,11 +19,13 @@ killed run's `syncbed clean` stops them too. iperf3's interval reports go to
 from __future__ import annotations
 
 import math
+import os
 import time
 from pathlib import Path
 
 from emulation.state import stop_procs
 
+MARK = "SYNCBED_BACKGROUND"  # in a background iperf3's environment (its stop across servers)
 PORT_BASE = 5301  # flow i: TCP port PORT_BASE + i (Gloo's ports are ephemeral, > 32768)
 MAX_FLOWS = 64
 MAX_MBPS = 1000.0
@@ -130,8 +134,8 @@ class Background:
         return self.topo.host_nics(host)[0].ip
 
     def _popen(self, host: str, cmd: list, out: Path):
-        with open(out, "w") as fh:
-            p = self.net.host(host).popen(cmd, stdout=fh, stderr=fh)
+        with open(out, "w") as fh:  # marked: on another server, stop() finds it by the mark
+            p = self.net.host(host).popen(cmd, stdout=fh, stderr=fh, env=dict(os.environ, **{MARK: "1"}))
         self.procs.append(p)
         self.state.add("pgids", p.pid)
         return p
@@ -175,3 +179,8 @@ class Background:
 
     def stop(self) -> None:
         stop_procs(self.procs, grace=1.0)
+        if self.flows and hasattr(self.net, "stop_marked"):  # on other servers of a cluster
+            try:
+                self.net.stop_marked(sorted({h for f in self.flows for h in (f["src"], f["dst"])}), MARK)
+            except RuntimeError as e:  # the run's record still lets `syncbed clean` kill them
+                self.log(f"  background: {e}")

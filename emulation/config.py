@@ -280,17 +280,10 @@ def validate(cfg: RunConfig) -> list[PlannedRun]:
 
 
 def _check_cluster(cfg: RunConfig):
-    """The cluster block (None without one), and what does not run across servers yet."""
+    """The cluster block (None without one)."""
     from emulation.cluster import parse
 
-    spec = parse(cfg.cluster)
-    if spec is None:
-        return None
-    unsupported = [k for k, v in (("background", cfg.background),) if v]
-    if unsupported:
-        raise ValueError(f"cluster: {unsupported[0]} does not run across servers yet (docs/CLUSTER.md); "
-                         "run it on one server")
-    return spec
+    return parse(cfg.cluster)
 
 
 REAL_SETTING_KEYS = ("name", "alpha", "beta", "backward_s", "workers", "network")

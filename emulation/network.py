@@ -163,6 +163,14 @@ class Network:
                 out.append((s, mine))
         return out
 
+    def stop_marked(self, hosts, mark: str) -> None:
+        """Stop this run's processes marked `mark` on the other servers that hold `hosts` (the
+        local ones are stopped through their Popen objects)."""
+        from emulation.state import marked_kill_script
+        for server, _names in self._by_server(hosts):
+            if server is not None and not server.local:
+                self._on(server, marked_kill_script(self.tag, mark))
+
     def _on(self, server, script: str) -> str:
         """Run shell `script` in the root namespace of `server` (None: this machine)."""
         if server is None or server.local:

@@ -76,13 +76,15 @@ def test_fattree_over_two_servers(tmp_path, two_servers):
     check_cluster(folder, summary, "agg-core")
 
 
-def test_a_real_setting_is_probed_and_planned_across_two_servers(tmp_path, two_servers):
+def test_a_real_setting_and_background_flows_across_two_servers(tmp_path, two_servers):
     """MG-WFBP standing for the authors' 8-node cluster: the link probe's all-reduce crosses
-    the servers, the stand-in scales the model from it, and the plan's groups run there."""
+    the servers, the stand-in scales the model from it, and the plan's groups run there, beside
+    background iperf3 flows, one crossing the servers and one on server 2 only."""
     exp = tmp_path / "real.yaml"
     exp.write_text("topologies: [\"fattree,k=4\"]\nalgorithms: [mgwfbp]\nworkers: 8\nplacement: spread\n"
                    "model: resnet20\nreal_setting: {name: 8 nodes, alpha: 0.523e-3, beta: 8.57e-10}\n"
-                   "bw: 20\necmp: two-level\niters: 2\nwarmup: 1\n")
+                   "bw: 20\necmp: two-level\niters: 2\nwarmup: 1\n"
+                   "background: [\"h1_0_3:h2_0_3:5\", \"h3_0_3:h3_1_3:5\"]\n")
     p = syncbed("run", str(exp), "--out", str(tmp_path / "out"), *two_servers)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     folder, summary = results(tmp_path / "out")
@@ -92,7 +94,9 @@ def test_a_real_setting_is_probed_and_planned_across_two_servers(tmp_path, two_s
     (run,) = summary["runs"]
     assert run["real_setting"]["name"] == "8 nodes" and run["time_dilation"] > 1, run
     check_run(run)
-    check_cluster(folder, summary, "agg-core")
+    flows = run["background"]["flows"]
+    assert len(flows) == 2 and all(f["bytes"] > 0 for f in flows), flows
+    check_cluster(folder, summary, "agg-core")  # no iperf3 or other marked process left there
 
 
 def test_a_server_that_does_not_answer_is_refused_before_anything_starts(tmp_path, two_servers):

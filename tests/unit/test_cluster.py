@@ -161,3 +161,30 @@ def test_a_clock_bound_over_five_percent_of_the_sync_is_not_faithful():
     assert not any("clock" in r for r in fine["reasons"]) and "cluster_cpu" in fine["unverified"]  # no cpu-server*.json
     bad = fidelity(calib, None, None, None, clocks=clocks, median_sync=0.05)
     assert bad["faithful"] is False and any("b" in r and "5%" in r for r in bad["reasons"])
+
+
+def test_marked_kill_script_stops_only_the_runs_processes_with_the_mark():
+    """A background iperf3 on another server outlives its ssh; the script that stops it must
+    kill exactly the run's processes carrying the mark (real processes, this machine)."""
+    import os
+    import subprocess
+    import time
+
+    from emulation.state import marked_kill_script
+
+    def sleeper(**env):
+        return subprocess.Popen(["sleep", "60"], env=dict(os.environ, **env))
+
+    target = sleeper(SYNCBED_RUN="run-a", SYNCBED_BACKGROUND="1")
+    same_run = sleeper(SYNCBED_RUN="run-a")
+    other_run = sleeper(SYNCBED_RUN="run-ab", SYNCBED_BACKGROUND="1")
+    try:
+        subprocess.run(["sh", "-s"], input=marked_kill_script("run-a", "SYNCBED_BACKGROUND"), text=True,
+                       check=True, timeout=30)
+        time.sleep(0.2)
+        assert target.wait(5) == -15
+        assert same_run.poll() is None and other_run.poll() is None
+    finally:
+        for p in (target, same_run, other_run):
+            p.kill()
+            p.wait()

@@ -326,18 +326,13 @@ def test_paper_experiment_files_plan_as_they_are(path):
 CLUSTER = {"servers": ["10.99.0.1", "10.99.0.2"]}
 
 
-def test_a_cluster_refuses_background_flows_in_one_line():
-    one_line_error(config.validate, cfg(topologies=["fattree,k=4"], algorithms=["ring"], workers=4,
-                                        background=["h2_0_2:h3_1_3"], cluster=CLUSTER),
-                   match=r"cluster: background does not run across servers yet")
-
-
 @pytest.mark.parametrize("kw", [
+    dict(model="synthetic,mb=1", algorithms=["ring"], workers=4, background=["h2_0_2:h3_1_3"]),
     dict(model="resnet20", algorithms=["wfbp"], workers=8,
          real_setting={"name": "8 nodes", "alpha": 0.523e-3, "beta": 8.57e-10}),
     dict(model="lenet5", algorithms=["ps"], workers=8, train=True),
     dict(model="resnet20", algorithms=["ring"], workers=8, train=True, ddp=True),
 ])
-def test_a_cluster_takes_real_settings_and_training(kw):
+def test_a_cluster_takes_background_real_settings_and_training(kw):
     runs = config.validate(cfg(topologies=["fattree,k=4"], cluster=CLUSTER, **kw))
-    assert [len(r.hosts) for r in runs] == [8] * len(runs)
+    assert [len(r.hosts) for r in runs] == [kw["workers"]] * len(runs)
