@@ -37,7 +37,8 @@ import tempfile
 from pathlib import Path
 
 from emulation import timeline
-from emulation.expected import bound_seconds, expected_nic_bytes, expected_port_bytes, step_bound  # noqa: F401
+from emulation.expected import (bound_seconds, expected_nic_bytes, expected_port_bytes, logged_flows,  # noqa: F401
+                                step_bound)
 from emulation.linkprobe import MIN_R2
 from topologies.description import Topology
 from workloads.algorithms import base
@@ -63,18 +64,6 @@ def switches_expected(topo: Topology, ports: dict, floor: float) -> list:
     for name, d in ports.items():
         per[topo.intfs[name].node] = per.get(topo.intfs[name].node, 0) + d["rx"]
     return sorted(s for s, b in per.items() if b >= floor)
-
-
-def logged_flows(log_dir: Path, syncs: int, logs: dict | None = None) -> list:
-    """The flows the ranks handed to `Comm.send` in iterations 0..syncs-1 (warmup included, as
-    the capture covers them), summed per (src, dst, nic): the expected traffic of an
-    algorithm whose bytes depend on the data (`Algorithm.data_dependent`)."""
-    flows = []
-    for rank, events in (logs if logs is not None else read_logs(log_dir)[0]).items():
-        for ev in events:
-            if ev.get("event") == "iter" and ev.get("iter", syncs) < syncs:
-                flows += [base.Flow(rank, int(dst), int(nic), int(b), int(m)) for dst, nic, b, m in ev.get("sent", [])]
-    return base.merge_flows(flows)
 
 
 def ddp_flows(job: dict, logs: dict, syncs: int) -> list:

@@ -12,11 +12,18 @@ to its own times.
   controller's deterministic ECMP choices.
 - Bound: the busiest directed link's expected bytes of one sync over its bandwidth: no
   schedule can beat it on this routing (ECMP collisions included).
+- The expected flows of an algorithm whose bytes depend on the data: what its ranks logged
+  (`logged_flows`, the one function here that reads files), shared by the analysis and the
+  simulation's replay of a measured run.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 from topologies.description import Topology
+from workloads.algorithms import base
 from workloads.algorithms.base import wire_flows
+from workloads.eventlog import read_logs
 
 
 def links_of(topo: Topology, hosts: list, flow) -> list[str]:
@@ -114,3 +121,15 @@ def step_bound(topo: Topology, hosts: list, steps: list) -> dict:
                                    "endpoint_seconds": endpoint})
     collisions.sort(key=lambda c: (-c["seconds"] / max(c["endpoint_seconds"], 1e-12), c["step"], c["link"]))
     return {"seconds": total, "steps": len(steps), "per_step": per_step, "collisions": collisions}
+
+
+def logged_flows(log_dir: Path, syncs: int, logs: dict | None = None) -> list:
+    """The flows the ranks handed to `Comm.send` in iterations 0..syncs-1 (warmup included, as
+    the capture covers them), summed per (src, dst, nic): the expected traffic of an
+    algorithm whose bytes depend on the data (`Algorithm.data_dependent`)."""
+    flows = []
+    for rank, events in (logs if logs is not None else read_logs(log_dir)[0]).items():
+        for ev in events:
+            if ev.get("event") == "iter" and ev.get("iter", syncs) < syncs:
+                flows += [base.Flow(rank, int(dst), int(nic), int(b), int(m)) for dst, nic, b, m in ev.get("sent", [])]
+    return base.merge_flows(flows)

@@ -575,7 +575,7 @@ def logged_iterations(log_dir, syncs: int) -> list[dict]:
     """Per iteration 0..syncs-1 of a measured run, {rank: {"sent": [[dst, nic, bytes, messages]],
     "phases": {phase: data bytes}}} from its ranks' logs (the events `logged_flows` sums; phases
     from its `stage` events), what `Algorithm.logged_steps` reads."""
-    from emulation.analysis import read_logs
+    from workloads.eventlog import read_logs
 
     out = [{} for _ in range(syncs)]
     for rank, events in read_logs(Path(log_dir))[0].items():
@@ -680,7 +680,7 @@ def checked(req: Request, topo: Topology, hosts: list, algo: base.Algorithm, pla
         raise TooLarge(f"{what} would take about {cpu / 3600:.1f} CPU hours to simulate (SimGrid re-solves "
                        f"every coupled flow at each flow's end); limit {req.max_seconds / 60:g} min")
     if logged is not None:
-        from emulation.analysis import logged_flows
+        from emulation.expected import logged_flows
 
         flows = logged_flows(Path(req.logs), len(logged))
     elif algo.data_dependent:
