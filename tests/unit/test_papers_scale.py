@@ -113,5 +113,6 @@ def test_forest_scale_columns():
 
 def test_the_tables_are_registered():
     for name, sources in (("projection-mgwfbp-scale", papers_scale.MGWFBP_SCALE),
-                          ("projection-gtopk-scale", papers_scale.GTOPK_SCALE)):
+                          ("projection-gtopk-scale", papers_scale.GTOPK_SCALE),
+                          ("projection-forest-scale", papers_scale.FOREST_SCALE)):
         assert doctables.TABLES[name].sources == sources

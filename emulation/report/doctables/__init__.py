@@ -14,7 +14,7 @@ from __future__ import annotations
 from emulation.report.docs import Table
 from emulation.report.doctables.bml import (
     BML_FOLDERS, BML_REPEATS, BML_TRAINING, bml_jct_sensitivity, bml_jct_spread, bml_summary, bml_training)
-from emulation.report.doctables.cluster import CLUSTER_BENCH, cluster_bench
+from emulation.report.doctables.cluster import CLUSTER_ALGOS, CLUSTER_BENCH, cluster_algorithms, cluster_bench
 from emulation.report.doctables.dfs import DFS, dfs_headline, dfs_runs
 from emulation.report.doctables.forest import (
     FOREST, FOREST_VARIANTS, _forest_rel, forest_scenarios, forest_variants)
@@ -48,6 +48,7 @@ TABLES = {t.id: t for t in [
     Table("forest-variants", tuple(_forest_rel(f) for f in FOREST_VARIANTS), forest_variants),
     Table("dfs-runs", (DFS,), dfs_runs),
     Table("cluster-bench", tuple(f"{f}/summary.json" for f in CLUSTER_BENCH), cluster_bench),
+    Table("cluster-algorithms", tuple(f"{f}/summary.json" for f in CLUSTER_ALGOS), cluster_algorithms),
     Table("dfs-headline", (DFS,), dfs_headline),
     Table("fidelity-bounds", tuple(f"{f}/summary.json" for f in FIDELITY_FOLDERS), fidelity_bounds),
     Table("bml-summary", tuple(f"{f}/summary.json" for f in BML_FOLDERS + BML_REPEATS), bml_summary),
@@ -69,4 +70,5 @@ TABLES = {t.id: t for t in [
     Table("projection-runtimes", RUNTIMES, projection_runtimes),
     Table("projection-mgwfbp-scale", MGWFBP_SCALE, projection_mgwfbp_scale),
     Table("projection-gtopk-scale", GTOPK_SCALE, projection_gtopk_scale),
+    Table("projection-forest-scale", FOREST_SCALE, projection_forest_scale),
 ]}
