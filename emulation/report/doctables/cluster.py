@@ -2,11 +2,15 @@
 from __future__ import annotations
 
 from emulation.papers import common
-from emulation.report.doctables.cells import runs_of, verdict
+from emulation.report.doctables.cells import reasons, runs_of, verdict
 from emulation.results.columns import NA, fmt, table
 from emulation.results.load import MB
 
 CLUSTER_BENCH = ("cluster-two-servers/one-server", "cluster-two-servers/two-servers")
+# every algorithm of `syncbed algos` split over the two "servers" (correctness and bytes; run
+# beside other CPU work, so not timings): the bench's two-server runs, then these
+CLUSTER_ALGOS = ("cluster-two-servers/two-servers", "cluster-two-servers/every-algorithm",
+                 "cluster-two-servers/bcube", "cluster-two-servers/real-setting", "cluster-two-servers/ddp")
 
 
 def _crossing_payload(run: dict, crossing: list) -> int:
@@ -52,3 +56,24 @@ def cluster_bench(data: dict) -> list[str]:
                   "payload measured / expected (every port)", "links crossing", "their payload MB",
                   "underlay MB (x payload)", "crossing calibration", "clock of server 2",
                   "ovs-vswitchd waited (per server)", "faithful"], rows)
+
+
+def cluster_algorithms(data: dict) -> list[str]:
+    """Every algorithm run across the two "servers": its oracle, its bytes on every port and on
+    the links between servers, and the fidelity verdict with its reasons."""
+    rows, names = [], set()
+    for folder in CLUSTER_ALGOS:
+        summary = data[f"{folder}/summary.json"]
+        info = (summary.get("cluster") or [{}])[0]
+        crossing = info.get("crossing_links") or []
+        for r in runs_of(data, f"{folder}/summary.json"):
+            pr = r.get("payload_ratio") or {}
+            names.add(r.get("algorithm"))
+            rows.append([f"`{folder.split('/')[-1]}`", common.label(r), str(r.get("model")), str(r.get("workers")),
+                         {True: "yes", False: "**NO**"}.get(r.get("correct"), NA),
+                         f"{pr.get('min', 0):.3f}..{pr.get('max', 0):.3f}", str(len(pr.get("unexpected") or [])),
+                         f"{_crossing_payload(r, crossing) / MB:.1f}" if crossing else NA,
+                         verdict(r) + (f" ({reasons(r)})" if r.get("faithful") is not True else "")])
+    return table(["folder", "algorithm", "model", "workers", "correct (oracle)",
+                  "payload measured / expected (every port)", "unexpected ports", "payload over the links between "
+                  "servers MB", "faithful"], rows) + ["", f"{len(names)} algorithms: {', '.join(sorted(names))}."]

@@ -63,7 +63,9 @@ RESULTS_INDEX = {  # top folder -> its summaries (the experiments `syncbed run` 
     "gtopk-scaling-fattree": tuple(f"gtopk-scaling-fattree/p{p}" for p in (4, 8, 16, 32)),
     "gtopk-charged": ("gtopk-charged/vgg16-p32-bw20", "gtopk-charged/vgg16-p32-bw5",
                       *(f"gtopk-charged/{m}-p32" for m in GTOPK_MODELS)),
-    "cluster-two-servers": ("cluster-two-servers/one-server", "cluster-two-servers/two-servers"),
+    "cluster-two-servers": ("cluster-two-servers/one-server", "cluster-two-servers/two-servers",
+                            "cluster-two-servers/every-algorithm", "cluster-two-servers/bcube",
+                            "cluster-two-servers/real-setting", "cluster-two-servers/ddp"),
     "forest-scenarios": tuple(f"forest-scenarios/{f}" for f in (*FOREST, *FOREST_VARIANTS)),
 }
 
