@@ -12,13 +12,19 @@ Timing the all-reduces is the executor's job, not this module's.
 
 Fit (least squares, numpy only):
 1. Solve min ||alpha + beta * m_i - t_i||^2 over all points.
-2. A negative alpha or beta is physically meaningless (and the merge planners reject it);
-   noisy small-message timings can still give a slightly negative intercept, which the
-   authors' code would pass on. Here the fit is constrained instead: alpha >= 0, beta >= 0
+2. A negative alpha or beta is physically meaningless (and the merge planners reject it).
+   Timings spread over three decades of size: the plain fit's intercept is then decided by
+   the noise of the largest sizes (milliseconds on seconds), and can come out negative where
+   the smallest all-reduce plainly took milliseconds (measured: 5.6 ms at 4 KiB, plain
+   intercept -3.5 ms, four workers at 20 Mbit/s, 2026-11-25). Then the same line is fitted
+   with relative errors (each residual over its time, numpy's weights 1/t), whose
+   intercept the small sizes decide; `source` says so and gives the plain fit. The authors'
+   code would pass a negative intercept on.
+3. If that is still negative, the fit is constrained: alpha >= 0, beta >= 0
    (a two-variable non-negative least squares, solved exactly by also trying the best line
    with alpha = 0, with beta = 0, and (0, 0), and keeping the best feasible one). `source`
    says when a constraint was active and what the unconstrained fit was.
-3. R^2 = 1 - SSE / SST of the model returned; None when all times are equal (SST = 0).
+4. R^2 = 1 - SSE / SST of the model returned; None when all times are equal (SST = 0).
 """
 from __future__ import annotations
 
@@ -99,15 +105,23 @@ def fit_alpha_beta(sizes_bytes, seconds) -> LinkModel:
     beta, centred = np.polyfit(x - mean_x, y, 1)
     alpha = float(centred - beta * mean_x)
     beta = float(beta)
-    # 2. Non-negative: the best line on each boundary of alpha >= 0, beta >= 0.
     note = ""
+    # 2. A negative intercept from the largest sizes' noise: relative errors instead.
+    if alpha < 0 and beta > 0 and np.all(y > 0):
+        w_beta, w_centred = np.polyfit(x - mean_x, y, 1, w=1.0 / y)
+        w_alpha = float(w_centred - w_beta * mean_x)
+        if w_alpha >= 0 and w_beta >= 0:
+            note = (f", weighted by 1/t (relative errors: the plain fit's alpha was {alpha:.3g} s, "
+                    f"beta {beta:.3g} s/B)")
+            alpha, beta = w_alpha, float(w_beta)
+    # 3. Non-negative: the best line on each boundary of alpha >= 0, beta >= 0.
     if alpha < 0 or beta < 0:
         candidates = [(0.0, max(0.0, float(x @ y / (x @ x)))), (max(0.0, float(y.mean())), 0.0), (0.0, 0.0)]
         new_alpha, new_beta = min(candidates, key=lambda c: _sse(c[0], c[1], x, y))
         note = (f", constrained to alpha, beta >= 0 (unconstrained fit: alpha={alpha:.3g} s, "
                 f"beta={beta:.3g} s/B)")
         alpha, beta = new_alpha, new_beta
-    # 3. R^2 of the line returned.
+    # 4. R^2 of the line returned.
     # Compare values, not SST with 0: the mean of equal floats need not equal them exactly.
     r2 = None if np.all(y == y[0]) else 1.0 - _sse(alpha, beta, x, y) / float(np.sum((y - y.mean()) ** 2))
     return LinkModel(alpha=alpha, beta=beta, r2=r2,

@@ -99,3 +99,24 @@ def test_stand_in_keeps_alpha_to_beta_size_and_scales_time_by_one_factor():
         assert emu.alpha / (emu.beta * m / s) == pytest.approx(real.alpha / (real.beta * m), rel=1e-12)
     with pytest.raises(ValueError, match="emulated link model needs alpha > 0"):
         stand_in(real, LinkModel(0.0, 1e-7))
+
+
+def test_a_negative_intercept_from_the_large_sizes_noise_is_refitted_with_relative_errors():
+    """The link probe of four workers at 20 Mbit/s (2026-11-25): 5.6 ms at 4 KiB, yet the plain
+    line's intercept was -3.5 ms, and alpha clipped to 0 left no stand-in for the real setting."""
+    sizes = [4096, 16384, 65536, 262144, 1048576, 4194304]
+    times = [0.005638, 0.010431, 0.039115, 0.177009, 0.643665, 2.703973]
+    plain_beta, plain_centred = np.polyfit(np.array(sizes) - np.mean(sizes), times, 1)
+    assert plain_centred - plain_beta * np.mean(sizes) < -3e-3  # what the plain fit gives
+    model = fit_alpha_beta(sizes, times)
+    assert 2e-3 < model.alpha < 6e-3, model
+    assert model.beta == pytest.approx(6.43e-7, rel=0.10)
+    assert "weighted by 1/t" in model.source and "alpha was -0.00347 s" in model.source
+
+    def relative_sse(alpha, beta):
+        return sum(((alpha + beta * m) - t) ** 2 / t ** 2 for m, t in zip(sizes, times))
+    # what a weighted fit minimises: no line near it does better, the plain one far worse
+    best = relative_sse(model.alpha, model.beta)
+    for da, db in ((1e-4, 0), (-1e-4, 0), (0, 1e-9), (0, -1e-9)):
+        assert best <= relative_sse(model.alpha + da, model.beta + db)
+    assert best < relative_sse(plain_centred - plain_beta * np.mean(sizes), plain_beta) / 10
