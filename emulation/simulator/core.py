@@ -854,6 +854,25 @@ def _run_form(fast: Topology, hosts: list, form: SimForm, pairs, background, mod
     return platform, sched, sim, reduced, t_routes
 
 
+def _simulator_record(sim: dict, model: NetworkModel, p, counts: dict, messages: int, steps: int,
+                      route_seconds: float, t0: float, reduction) -> dict:
+    """summary.json's `simulator` record of one projection: model, sizes, wall and CPU times,
+    estimates against what the child used."""
+    return {"name": "SimGrid", "version": sim.get("version"), "network_model": model.describe(),
+            "mode": p.req.mode, "platform": counts, "messages": messages, "steps": steps,
+            "route_seconds": route_seconds,
+            "platform_seconds": round(sim["wall"]["platform_seconds"], 3),
+            "run_seconds": round(sim["wall"]["run_seconds"], 3),
+            "simgrid_seconds": round(sim["wall"]["total_seconds"], 3),
+            "simgrid_cpu_seconds": round(sim["wall"]["cpu_seconds"], 3),
+            "wall_seconds": round(time.perf_counter() - t0, 3),
+            "cpu_estimate_seconds": round(p.cpu_seconds, 3),
+            "memory_estimate_bytes": int(p.memory_bytes),
+            "child_maxrss_bytes": sim["child_maxrss_bytes"],
+            "parent_maxrss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+            "reduction": reduction}
+
+
 def _times(sim: dict, form: SimForm) -> dict:
     if form.per_sync:  # a replay of measured iterations: one sync per `per_sync` steps
         ends = [0.0] + [sum(sim["step_seconds"][:(j + 1) * form.per_sync]) for j in range(form.syncs)]
@@ -929,19 +948,8 @@ def project(req: Request | Prepared, topo: Topology | None = None, inspect: bool
         "data_bytes_per_sync": sum(f.bytes for f in flows) // syncs,
         "switches_total": len(fast.switches()),
         "background_links_reduced": reduced["links"], "background_notes": reduced["notes"],
-        "simulator": {"name": "SimGrid", "version": sim.get("version"), "network_model": model.describe(),
-                      "mode": p.req.mode, "platform": platform.counts(), "messages": sum(len(s) for s in sched),
-                      "steps": len(sched), "route_seconds": round(t_routes, 3),
-                      "platform_seconds": round(sim["wall"]["platform_seconds"], 3),
-                      "run_seconds": round(sim["wall"]["run_seconds"], 3),
-                      "simgrid_seconds": round(sim["wall"]["total_seconds"], 3),
-                      "simgrid_cpu_seconds": round(sim["wall"]["cpu_seconds"], 3),
-                      "wall_seconds": round(time.perf_counter() - t0, 3),
-                      "cpu_estimate_seconds": round(p.cpu_seconds, 3),
-                      "memory_estimate_bytes": int(p.memory_bytes),
-                      "child_maxrss_bytes": sim["child_maxrss_bytes"],
-                      "parent_maxrss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-                      "reduction": sim.get("reduction")},
+        "simulator": _simulator_record(sim, model, p, platform.counts(), sum(len(s) for s in sched), len(sched),
+                                       round(t_routes, 3), t0, sim.get("reduction")),
     }
     if form.overlapped:
         it = times["simulated_iteration_seconds"]
@@ -1058,19 +1066,8 @@ def _project_orbits(p: Prepared, t0: float, inspect: bool, log=None) -> dict:
         "data_bytes_per_sync": sum(b.count * b.bytes for b in blocks),
         "switches_total": len(fast.switches()),
         "background_links_reduced": 0, "background_notes": [],
-        "simulator": {"name": "SimGrid", "version": sim.get("version"), "network_model": model.describe(),
-                      "mode": p.req.mode, "platform": of.platform.counts(), "messages": flows,
-                      "steps": len(of.sched), "route_seconds": info["seconds"],
-                      "platform_seconds": round(sim["wall"]["platform_seconds"], 3),
-                      "run_seconds": round(sim["wall"]["run_seconds"], 3),
-                      "simgrid_seconds": round(sim["wall"]["total_seconds"], 3),
-                      "simgrid_cpu_seconds": round(sim["wall"]["cpu_seconds"], 3),
-                      "wall_seconds": round(time.perf_counter() - t0, 3),
-                      "cpu_estimate_seconds": round(p.cpu_seconds, 3),
-                      "memory_estimate_bytes": int(p.memory_bytes),
-                      "child_maxrss_bytes": sim["child_maxrss_bytes"],
-                      "parent_maxrss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-                      "reduction": info, "orbits_refused": None},
+        "simulator": {**_simulator_record(sim, model, p, of.platform.counts(), flows, len(of.sched),
+                                          info["seconds"], t0, info), "orbits_refused": None},
     }
     if inspect:
         rec.update(_sim=sim, _platform=of.platform, _steps=None, _sched=of.sched, _link_bytes=link_bytes)
