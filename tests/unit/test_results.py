@@ -20,16 +20,16 @@ RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
 # keys that say where the bytes were read from, not what they were
 SOURCE_KEYS = {"capture_counts_from"}
 # Folders that hold summaries only, so they cannot be analysed again:
-# - five MG-WFBP folders: recorded 2026-11-23/24, before `syncbed keep`, with the run files not
+# - four MG-WFBP folders: recorded 2026-11-23/24, before `syncbed keep`, with the run files not
 #   kept. Their host-NIC byte verdicts hold. On Fat-Tree with hash ECMP, their switch-port
 #   verdicts show Gloo's notifications on reverse routes that the old closed form did not follow
 #   (docs/FIDELITY.md #10). `bash scripts/mgwfbp_matrix.sh results/mgwfbp-matrix FOLDER` then
-#   `syncbed keep` removes one from here, as it did for the other 13 of the matrix on 2026-11-25.
+#   `syncbed keep` removes one from here, as it did for the other 14 of the matrix on 2026-11-25.
 # - projection-*: SimGrid simulations, with no capture to re-read.
 # - convergence-gtopk: `syncbed train` on localhost, with no capture either.
 SUMMARY_ONLY_PREFIXES = (
-    "mgwfbp-fattree8-resnet152", "mgwfbp-fattree16-resnet50", "mgwfbp-fattree16-densenet201",
-    "mgwfbp-fattree16-inception_v3", "mgwfbp-fattree16-resnet152",
+    "mgwfbp-fattree8-resnet152", "mgwfbp-fattree16-densenet201", "mgwfbp-fattree16-inception_v3",
+    "mgwfbp-fattree16-resnet152",
     "projection-", "convergence-gtopk",
 )
 
