@@ -854,6 +854,17 @@ def _run_form(fast: Topology, hosts: list, form: SimForm, pairs, background, mod
     return platform, sched, sim, reduced, t_routes
 
 
+def _identity(p) -> dict:
+    """The head of a projection's run record: what was simulated, where (the emulation's names)."""
+    fast, ctx = p.topo, p.ctx
+    link_mbps = sorted({fast.link_of(n.name).bw for h in p.hosts for n in fast.host_nics(h)})
+    return {"simulated": True, "status": "ok", "error": None,
+            "topology": fast.name, "algorithm": p.algo.name, "algo_spec": p.spec,
+            "workers": ctx.workers, "servers": ctx.servers, "hosts": p.hosts,
+            "model": p.model, "gradient_bytes": ctx.gradient_bytes,
+            "link_mbps": link_mbps[0] if len(link_mbps) == 1 else link_mbps, "ecmp": fast.params.get("ecmp")}
+
+
 def _simulator_record(sim: dict, model: NetworkModel, p, counts: dict, messages: int, steps: int,
                       route_seconds: float, t0: float, reduction) -> dict:
     """summary.json's `simulator` record of one projection: model, sizes, wall and CPU times,
@@ -922,14 +933,9 @@ def project(req: Request | Prepared, topo: Topology | None = None, inspect: bool
     per_sync, simulated_nics = one_sync(total), one_sync(simulated_total)
     ports = analysis.expected_port_bytes(fast, hosts, flows, 1)
     bound = analysis.bound_seconds(fast, one_sync(ports))
-    link_mbps = sorted({fast.link_of(n.name).bw for h in hosts for n in fast.host_nics(h)})
     t = times["simulated_seconds"]
     rec = {
-        "simulated": True, "status": "ok", "error": None,
-        "topology": fast.name, "algorithm": algo.name, "algo_spec": p.spec,
-        "workers": ctx.workers, "servers": ctx.servers, "hosts": hosts,
-        "model": p.model, "gradient_bytes": ctx.gradient_bytes,
-        "link_mbps": link_mbps[0] if len(link_mbps) == 1 else link_mbps, "ecmp": fast.params.get("ecmp"),
+        **_identity(p),
         "iters": syncs - form.warmup if syncs > 1 else 1, "warmup": form.warmup if syncs > 1 else 0,
         "syncs_counted": syncs,
         "sync_seconds": times.get("simulated_sync_seconds") or [t], "median_sync_seconds": t,
@@ -1024,7 +1030,7 @@ def _project_orbits(p: Prepared, t0: float, inspect: bool, log=None) -> dict:
     per NIC are laid back from the orbits and checked against the blocks' closed form."""
     from emulation import expected as analysis
 
-    fast, hosts, algo, ctx, of = p.topo, p.hosts, p.algo, p.ctx, p.orbits
+    fast, hosts, algo, of = p.topo, p.hosts, p.algo, p.orbits
     model = NetworkModel()
     flows = sum(of.flows_per_step)
     if log:
@@ -1040,17 +1046,12 @@ def _project_orbits(p: Prepared, t0: float, inspect: bool, log=None) -> dict:
                         if per_sync.get(k, zero) != simulated_nics.get(k, zero))
     all_sent = {(a, b): size for step in of.sched for a, b, size in step}
     bound = analysis.bound_seconds(fast, orbits.port_bytes(fast, of.link_bytes(all_sent)))
-    link_mbps = sorted({fast.link_of(n.name).bw for h in hosts for n in fast.host_nics(h)})
     t = times["simulated_seconds"]
     blocks = [b for step in p.blocks for b in step]
     info = dict(of.info)
     info["simgrid_cpu_estimate_seconds"] = round(sum(step_seconds(c) for c in info["classes_per_step"]), 3)
     rec = {
-        "simulated": True, "status": "ok", "error": None,
-        "topology": fast.name, "algorithm": algo.name, "algo_spec": p.spec,
-        "workers": ctx.workers, "servers": ctx.servers, "hosts": hosts,
-        "model": p.model, "gradient_bytes": ctx.gradient_bytes,
-        "link_mbps": link_mbps[0] if len(link_mbps) == 1 else link_mbps, "ecmp": fast.params.get("ecmp"),
+        **_identity(p),
         "iters": 1, "warmup": 0, "syncs_counted": 1,
         "sync_seconds": [t], "median_sync_seconds": t, "step_seconds": sim["step_seconds"],
         "bytes_source": p.form.bytes_source, "compute_seconds_per_sync": sum(p.form.before) + sum(p.form.after),
