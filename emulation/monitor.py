@@ -155,13 +155,33 @@ def marked_workers(tag: str) -> list[int]:
         if not d.name.isdigit():
             continue
         try:
-            env = (d / "environ").read_bytes().split(b"\0")
+            env = (d / "environ").read_bytes()
             cmd = (d / "cmdline").read_bytes()
-        except OSError:
+            parent = Path(f"/proc/{_ppid(d)}/cmdline").read_bytes() if b"workloads.zygote" in cmd else b""
+        except (OSError, ValueError, IndexError):
             continue
-        if f"SYNCBED_RUN={tag}".encode() in env and b"workloads.worker" in cmd:
+        if is_worker(env, cmd, parent, tag):
             pids.append(int(d.name))
     return pids
+
+
+def _ppid(proc: Path) -> int:
+    return int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def is_worker(environ: bytes, cmdline: bytes, parent_cmdline: bytes, tag: str) -> bool:
+    """Whether a process (its /proc environ, cmdline and its parent's cmdline) is a worker of
+    run `tag`: a worker process of its own (`workloads.worker`), or a worker forked by a pool's
+    fork server (`python -m workloads.zygote`: the child keeps the command line of its parent,
+    which is one; the fork server itself only waits for its children, and a shell whose command
+    names it is not one). Pure."""
+    if f"SYNCBED_RUN={tag}".encode() not in environ.split(b"\0"):
+        return False
+
+    def zygote(cmd: bytes) -> bool:
+        return b"workloads.zygote" in cmd.split(b"\0")
+
+    return b"workloads.worker" in cmdline or (zygote(cmdline) and zygote(parent_cmdline))
 
 
 def main(argv=None) -> int:

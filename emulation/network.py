@@ -163,13 +163,13 @@ class Network:
                 out.append((s, mine))
         return out
 
-    def stop_marked(self, hosts, mark: str) -> None:
+    def stop_marked(self, hosts, mark: str, sig: str = "TERM") -> None:
         """Stop this run's processes marked `mark` on the other servers that hold `hosts` (the
-        local ones are stopped through their Popen objects)."""
+        local ones are stopped through their Popen objects) with signal `sig`."""
         from emulation.state import marked_kill_script
         for server, _names in self._by_server(hosts):
             if server is not None and not server.local:
-                self._on(server, marked_kill_script(self.tag, mark))
+                self._on(server, marked_kill_script(self.tag, mark, sig))
 
     def _on(self, server, script: str) -> str:
         """Run shell `script` in the root namespace of `server` (None: this machine)."""

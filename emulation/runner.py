@@ -294,8 +294,9 @@ class Experiment:
 
     # ---- worker pools and analyses in the background ----------------------------------
     def _pool_for(self, run, net):
-        """The pool for this run's hosts: the current one, or a new one (the old stopped)."""
-        if not self.cfg.reuse_workers or self.servers:  # the pool's fork server is local only
+        """The pool for this run's hosts: the current one, or a new one (the old stopped). Over
+        several servers the pool has one fork server on each server that holds ranks (`Pool`)."""
+        if not self.cfg.reuse_workers:
             return None
         if self.pool is not None and self.pool.fits(run.hosts):
             return self.pool

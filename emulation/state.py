@@ -206,13 +206,16 @@ def cleanup(state: State | None = None, verbose=False) -> list[str]:
 
 
 # ---- what a run left on another server of a cluster (docs/CLUSTER.md) -------------------------
-def marked_kill_script(tag: str, mark: str) -> str:
-    """The shell script that kills, on one server, the processes of run `tag` (SYNCBED_RUN) that
-    also carry the environment variable `mark` (e.g. a run's background iperf3, which outlives
-    its ssh: without a pty, sshd sends no hangup). Pure."""
+def marked_kill_script(tag: str, mark: str, sig: str = "TERM") -> str:
+    """The shell script that sends `sig`, on one server, to the processes of run `tag`
+    (SYNCBED_RUN) that also carry the environment variable `mark` (e.g. a run's background
+    iperf3, which outlives its ssh: without a pty, sshd sends no hangup; a worker pool's fork
+    server there and the ranks it forked). Pure."""
+    if sig not in ("TERM", "KILL", "INT"):
+        raise ValueError(f"signal {sig!r}: TERM, KILL or INT")
     return (f"for e in /proc/[0-9]*/environ; do tr '\\0' '\\n' < $e 2>/dev/null | grep -q -x "
             f"{shlex.quote('SYNCBED_RUN=' + tag)} && tr '\\0' '\\n' < $e 2>/dev/null | grep -q "
-            f"{shlex.quote('^' + mark + '=')} && p=${{e#/proc/}} && kill -TERM ${{p%/environ}} 2>/dev/null; done; true\n")
+            f"{shlex.quote('^' + mark + '=')} && p=${{e#/proc/}} && kill -{sig} ${{p%/environ}} 2>/dev/null; done; true\n")
 
 
 def cleanup_script(tag: str | None, intfs=()) -> str:

@@ -92,14 +92,116 @@ class _Forked:
         return code
 
 
+class _RemoteForked(_Forked):
+    """A pool worker forked by the zygote of another server: its pid is that server's, so this
+    machine's /proc says nothing about it. Its exit is the file its zygote writes when it reaps
+    it (in the shared results folder); without that file it runs while its zygote's ssh runs
+    (the zygote exits only after writing every rank's file, so an ended ssh and no file is a
+    death nobody reaped: -1)."""
+
+    def __init__(self, pid: int, exit_file: Path, fork_server):
+        super().__init__(pid, exit_file)
+        self.fork_server = fork_server  # the local ssh that runs the zygote there
+
+    def poll(self):
+        ended = self.fork_server.poll() is not None  # before the file: it is written before the zygote exits
+        if self.exit_file.exists():
+            return int(self.exit_file.read_text())
+        return -1 if ended else None
+
+
+def fork_servers(server_index: list) -> list[tuple]:
+    """Which ranks each fork server of a pool holds, from the server of each rank's host (its
+    index in the cluster's servers; None for every rank on one machine): [(server index or None,
+    ranks)], one fork server per server that holds ranks, in server order, ranks in rank order.
+    Pure."""
+    if all(k is None for k in server_index):
+        return [(None, list(range(len(server_index))))]
+    if any(k is None for k in server_index):
+        raise ValueError(f"ranks without a server among {server_index}")
+    out: dict = {}
+    for rank, k in enumerate(server_index):
+        out.setdefault(k, []).append(rank)
+    return sorted(out.items())
+
+
+POOL_MARK = "SYNCBED_POOL"  # in a pool's environment on another server: `Pool.stop` kills it by the mark
+
+
+class _ForkServer:
+    """One zygote of a pool and the ranks it forks, in `folder` (ranks.json, pids.json,
+    exit<rank>, zygote.out; the pool's job<n> and stop files). On this machine it is our child
+    (`server` None); on another server it runs through the ssh of a host of its ranks there, as
+    that server's workers do (`Host.popen`: the run's SYNCBED_RUN mark, cwd and environment, in
+    that host's network namespace; its children then join their own hosts'), marked POOL_MARK."""
+
+    def __init__(self, net, topo, hosts: list, ranks: list, folder: Path, state, server=None):
+        self.dir, self.ranks, self.server, self.net = Path(folder), list(ranks), server, net
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.host = hosts[self.ranks[0]] if self.ranks else None
+        specs = [{"rank": r, "netns_pid": net.host(hosts[r]).pid, "nics": [n.name for n in topo.host_nics(hosts[r])],
+                  "out": str(self.dir / f"rank{r}.out")} for r in self.ranks]
+        (self.dir / "ranks.json").write_text(json.dumps(specs, indent=1))
+        cmd = [sys.executable, "-m", "workloads.zygote", str(self.dir)]
+        with open(self.dir / "zygote.out", "w") as out:
+            if server is None:
+                self.proc = subprocess.Popen(cmd, cwd=str(ROOT), env=_worker_env(), stdout=out, stderr=out,
+                                             start_new_session=True)
+            else:  # the local ssh (its own process group); the zygote's pid is the other server's
+                self.proc = net.host(self.host).popen(cmd, stdout=out, stderr=out, cwd=str(ROOT),
+                                                      env=dict(_worker_env(), **{POOL_MARK: self.dir.parent.name}))
+        state.add("pgids", self.proc.pid)
+        self.procs: dict = {}
+
+    def ready(self) -> bool:
+        """Its children exist (pids.json); then `procs` holds them."""
+        f = self.dir / "pids.json"
+        if not f.exists():
+            return False
+        pids = json.loads(f.read_text()).items()
+        if self.server is None:
+            self.procs = {int(r): _Forked(pid, self.dir / f"exit{r}") for r, pid in pids}
+        else:
+            self.procs = {int(r): _RemoteForked(pid, self.dir / f"exit{r}", self.proc) for r, pid in pids}
+        return True
+
+    def tail(self) -> str:
+        lines = (self.dir / "zygote.out").read_text(errors="replace").strip().splitlines()[-1:]
+        return (lines[0] if lines else "no output") + (f" (on {self.server.name})" if self.server else "")
+
+    def stop(self, grace: float = 1.0) -> None:
+        if self.server is None:
+            stop_procs(self.procs.values(), grace=grace)
+            stop_procs([self.proc], grace=grace)
+            return
+        # there: its zygote and the ranks it forked, unless the zygote reaped every rank (each has
+        # its exit file) and then ended by itself; SIGTERM, then SIGKILL for what is left
+        reaped = bool(self.procs) and all(p.exit_file.exists() for p in self.procs.values())
+        deadline = time.time() + 2.0
+        while reaped and time.time() < deadline and self.proc.poll() is None:
+            time.sleep(0.05)
+        if self.proc.poll() is None or not reaped:
+            try:
+                self.net.stop_marked([self.host], POOL_MARK)
+                deadline = time.time() + 2.0
+                while time.time() < deadline and self.proc.poll() is None:
+                    time.sleep(0.05)
+                self.net.stop_marked([self.host], POOL_MARK, sig="KILL")
+            except (RuntimeError, OSError, subprocess.TimeoutExpired):
+                pass  # unreachable: the run's record lets the teardown or `syncbed clean` kill them there
+        stop_procs([self.proc], grace=grace)
+
+
 class Pool:
     """Worker processes kept across the runs of one topology that use the same hosts: Python
     and torch are imported once, by a fork server (`workloads/zygote.py`) that forks one
     worker per rank into its host's network namespace; each serves the pool
     (`workloads.worker.serve_pool`): a run's job is queued as `DIR/job<n>`, and a rank's exit
     code for that job is the file `<run>/workers/rank<R>.exit` instead of its process's exit.
-    A run that fails stops the pool (its processes may be stuck in Gloo); the next run starts
-    a new one."""
+    Over several servers, one fork server per server that holds ranks, each in its own folder
+    `DIR/server<k>` (k: the server's place in the cluster) with its own job<n> and stop files.
+    A run that fails stops the pool (its processes may be stuck in Gloo) on every server; the
+    next run starts a new one."""
 
     START_TIMEOUT = 60.0
 
@@ -107,25 +209,36 @@ class Pool:
         self.hosts, self.dir = list(hosts), Path(folder)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.jobs = 0
-        ranks = [{"rank": r, "netns_pid": net.host(h).pid, "nics": [n.name for n in topo.host_nics(h)],
-                  "out": str(self.dir / f"rank{r}.out")} for r, h in enumerate(self.hosts)]
-        (self.dir / "ranks.json").write_text(json.dumps(ranks, indent=1))
-        with open(self.dir / "zygote.out", "w") as out:
-            self.zygote = subprocess.Popen([sys.executable, "-m", "workloads.zygote", str(self.dir)], cwd=str(ROOT),
-                                           env=_worker_env(), stdout=out, stderr=out, start_new_session=True)
-        state.add("pgids", self.zygote.pid)
+        cluster = getattr(net, "cluster", None)
+        servers = list(cluster[0]) if cluster else []
+        index = [servers.index(net.server_of(h)) if servers else None for h in self.hosts]
+        self.forks: list[_ForkServer] = []
+        try:
+            for k, ranks in fork_servers(index):
+                server = servers[k] if k is not None and not servers[k].local else None
+                self.forks.append(_ForkServer(net, topo, self.hosts, ranks, self.dir if k is None else
+                                              self.dir / f"server{k}", state, server))
+        except BaseException:
+            for fs in self.forks:
+                fs.stop()
+            raise
         deadline = time.time() + self.START_TIMEOUT
-        pids_file = self.dir / "pids.json"
-        while not pids_file.exists():
-            if self.zygote.poll() is not None or time.time() > deadline:
-                tail = (self.dir / "zygote.out").read_text(errors="replace").strip().splitlines()[-1:]
-                stop_procs([self.zygote])
-                raise WorkerFailure(f"the worker pool's fork server did not start: {tail[0] if tail else 'no output'}")
-            time.sleep(0.05)
-        self.procs = {int(r): _Forked(pid, self.dir / f"exit{r}")
-                      for r, pid in json.loads(pids_file.read_text()).items()}
-        for p in self.procs.values():
-            state.add("pgids", p.pid)
+        waiting = list(self.forks)
+        while waiting:
+            waiting = [fs for fs in waiting if not fs.ready()]
+            bad = [fs for fs in waiting if fs.proc.poll() is not None]
+            if bad or (waiting and time.time() > deadline):
+                tail = (bad or waiting)[0].tail()
+                for fs in self.forks:
+                    fs.stop(grace=2.0)
+                raise WorkerFailure(f"the worker pool's fork server did not start: {tail}")
+            if waiting:
+                time.sleep(0.05)
+        self.procs = {r: p for fs in self.forks for r, p in fs.procs.items()}
+        for fs in self.forks:
+            if fs.server is None:  # another server's pids are not this machine's
+                for p in fs.procs.values():
+                    state.add("pgids", p.pid)
 
     def fits(self, hosts: list) -> bool:
         return list(hosts) == self.hosts and self.alive()
@@ -135,17 +248,19 @@ class Pool:
 
     def submit(self, job_path: Path) -> None:
         self.jobs += 1
-        tmp = self.dir / f".job{self.jobs}"
-        tmp.write_text(str(job_path))
-        tmp.replace(self.dir / f"job{self.jobs}")
+        for fs in self.forks:
+            tmp = fs.dir / f".job{self.jobs}"
+            tmp.write_text(str(job_path))
+            tmp.replace(fs.dir / f"job{self.jobs}")
 
     def stop(self) -> None:
-        (self.dir / "stop").touch()
+        for fs in self.forks:
+            (fs.dir / "stop").touch()
         deadline = time.time() + 2.0
         while time.time() < deadline and any(p.poll() is None for p in self.procs.values()):
             time.sleep(0.05)
-        stop_procs(self.procs.values(), grace=1.0)
-        stop_procs([self.zygote], grace=1.0)
+        for fs in self.forks:
+            fs.stop()
 
 
 class Workers:

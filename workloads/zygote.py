@@ -3,7 +3,10 @@
 Importing torch costs about 1.4 s of CPU per process on these machines; 16 workers starting
 at once on 2 cores spent 12 s of every run before it (issue #6 §6). The runner's pool
 (`emulation/workers.Pool`) therefore starts this one process in the root namespace: it
-imports torch and the worker code once, then forks one child per rank. Each child becomes a
+imports torch and the worker code once, then forks one child per rank. Over several servers
+there is one per server that holds ranks, each with its own POOL_DIR and that server's ranks;
+on another server it is started like a worker there (over ssh, in the network namespace of one
+of its hosts, marked SYNCBED_RUN and SYNCBED_POOL), and its children keep that environment. Each child becomes a
 session leader (its pid is its process group, as with `mnexec -d`), joins its Mininet host's
 network namespace (`setns` on `/proc/<host shell pid>/ns/net`; Mininet hosts have no other
 namespace of their own), points stdout/stderr at its file and serves the pool

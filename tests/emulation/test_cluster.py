@@ -53,6 +53,34 @@ def check_cluster(folder, summary, topo_crossing_class):
     assert not server2_leftovers(), server2_leftovers()
 
 
+def check_pool(folder, summary):
+    """One worker pool served every run, with one fork server on each server (its own folder
+    under pools/pool1/): each rank's process (the pid its log's start event names) is the one its
+    server's fork server forked, the same in every run, and server 2's CPU monitor counted its
+    ranks there as workers."""
+    runs = summary["runs"]
+    hosts = runs[0]["hosts"]
+    placement = summary["cluster"][0]["placement"]
+    pools = folder / "pools"
+    assert sorted(p.name for p in pools.iterdir()) == ["pool1"], "one pool for every run on the same hosts"
+    forked, on = {}, {}
+    for k, server in enumerate(SERVERS.split(",")):
+        ranks = [r for r, h in enumerate(hosts) if h in placement[server]]
+        assert ranks, f"no rank on {server}: the test must split the workers over both servers"
+        fork = pools / "pool1" / f"server{k}"
+        assert [s["rank"] for s in json.loads((fork / "ranks.json").read_text())] == ranks
+        forked.update({int(r): pid for r, pid in json.loads((fork / "pids.json").read_text()).items()})
+        on[k] = ranks
+    assert sorted(forked) == list(range(len(hosts)))
+    for run in runs:
+        assert run["hosts"] == hosts
+        for r in range(len(hosts)):
+            events = [json.loads(x) for x in (folder / run["dir"] / "workers" / f"rank{r}.jsonl").read_text().splitlines()]
+            assert next(e["pid"] for e in events if e["event"] == "start") == forked[r], (run["algorithm"], r)
+        cpu2 = json.loads((folder / run["dir"] / "cpu-server1.json").read_text())
+        assert cpu2["workers"] == len(on[1]), cpu2["workers"]
+
+
 def test_bcube_over_two_servers(tmp_path, two_servers):
     p = syncbed("run", "--topo", "bcube,n=3,k=2", "--algo", "bml,ring", "--model", "synthetic,mb=1",
                 "--iters", "2", "--bw", "20", "--out", str(tmp_path), *two_servers)
@@ -62,6 +90,7 @@ def test_bcube_over_two_servers(tmp_path, two_servers):
     for run in summary["runs"]:
         check_run(run)  # the oracle and every port's bytes, the crossing ones included
     check_cluster(folder, summary, "level1")
+    check_pool(folder, summary)  # both runs by the same processes, forked on their own server
 
 
 def test_fattree_over_two_servers(tmp_path, two_servers):
@@ -74,6 +103,7 @@ def test_fattree_over_two_servers(tmp_path, two_servers):
     for run in summary["runs"]:
         check_run(run)
     check_cluster(folder, summary, "agg-core")
+    check_pool(folder, summary)
 
 
 def test_a_real_setting_and_background_flows_across_two_servers(tmp_path, two_servers):
@@ -123,6 +153,12 @@ def test_a_killed_run_leaves_nothing_on_either_server_after_clean(tmp_path, two_
     proc.send_signal(signal.SIGKILL)
     proc.wait(30)
     assert on_server2("ovs-vsctl list-br").split(), "nothing was running on server 2 when the run was killed"
+    # the worker pool's fork server there and the ranks it forked carry the run's mark
+    folder, _ = results(tmp_path)
+    ranks2 = json.loads((folder / "pools" / "pool1" / "server1" / "ranks.json").read_text())
+    marked = on_server2("for e in /proc/[0-9]*/environ; do tr '\\0' '\\n' < $e 2>/dev/null | grep -q '^SYNCBED_POOL=' "
+                        "&& tr '\\0' '\\n' < $e 2>/dev/null | grep '^SYNCBED_RUN='; done").split()
+    assert marked == [f"SYNCBED_RUN={folder.name}"] * (1 + len(ranks2)), marked
     p = syncbed("clean", timeout=300)
     assert p.returncode == 0, p.stderr
     assert not leftovers(), leftovers()
