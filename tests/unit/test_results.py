@@ -28,9 +28,8 @@ SOURCE_KEYS = {"capture_counts_from"}
 # - projection-*: SimGrid simulations, with no capture to re-read.
 # - convergence-gtopk: `syncbed train` on localhost, with no capture either.
 SUMMARY_ONLY_PREFIXES = (
-    "mgwfbp-fattree8-resnet152", "mgwfbp-fattree16-densenet201", "mgwfbp-fattree16-inception_v3",
-    "mgwfbp-fattree16-resnet152",
-    "projection-", "convergence-gtopk",
+    "projection-",  # simulations: no capture to re-analyse
+    "convergence-gtopk",  # syncbed train on localhost: no emulated network, no capture
 )
 
 
