@@ -28,6 +28,7 @@ redoes it, every verdict included.
 from __future__ import annotations
 
 import bisect
+import math
 import json
 import os
 import statistics
@@ -55,6 +56,7 @@ SERIES_BIN = 0.5  # seconds, for the busiest link's achieved rate
 MAX_OVS_WAIT = 0.15  # ovs-vswitchd runnable but without a CPU, fraction of wall time
 MAX_WORKER_WAIT = 0.50  # the same, mean per worker (summed over its threads)
 MAX_OVS_CORES = 0.85  # ovs-vswitchd's mean CPU above which the links must show it kept up
+BULK_FRAME_BYTES = 4000  # payload per data frame from which a larger MTU would relieve the switch
 MIN_BUSY_RATE = 0.85  # ... the busiest link's mean rate while busy, fraction of its configured rate
 
 
@@ -338,10 +340,13 @@ def fidelity(calibration: dict | None, cpu: dict | None, capture: dict | None, b
     if capture is None or drops is None or not busiest:
         unverified["capture"] = "no capture of the iterations: " + (
             "capture drops and " if capture is None or drops is None else "") + "the busiest link's rate not checked"
+    proposal = cpu_proposal(ovs, ovs_wait, w_wait, busiest)
+    if proposal:
+        notes.append(proposal["text"])
     reasons += [f"not verified: {why}" for why in unverified.values()]
     failed = len(reasons) > len(unverified)
     return {"faithful": False if failed else (None if unverified else True), "reasons": reasons,
-            "unverified": list(unverified), "notes": notes,
+            "unverified": list(unverified), "notes": notes, **({"proposal": proposal} if proposal else {}),
             "ovs_cpu_percent": None if ovs is None else round(100 * ovs, 1),
             "machine_busy_percent": None if busy is None else round(100 * busy, 1),
             "ovs_cpu_wait_percent": None if ovs_wait is None else round(100 * ovs_wait, 1),
@@ -354,6 +359,42 @@ def fidelity(calibration: dict | None, cpu: dict | None, capture: dict | None, b
                if (cpu or {}).get("servers_cpu") else {}),
             "busiest_link": busiest, "capture_drops": drops,
             "calibration": {k: v.get("ratio") for k, v in classes.items()}}
+
+
+def cpu_proposal(ovs_cores: float | None, ovs_wait: float | None, workers_wait: float | None,
+                 busiest: dict | None) -> dict | None:
+    """What to change when the verdict failed for CPU (issue #21), or None when it did not.
+
+    A time dilation D (links D times slower, compute and stated costs D times longer) divides
+    every packet and byte rate, so to first order it divides the CPU the traffic asks for by D:
+    the proposal is the smallest D that brings each CPU figure that broke its limit back under
+    it (ovs-vswitchd's wait, its cores where the busiest link lagged, the workers' wait),
+    rounded up to a tenth. It is an estimate from one run, to be checked by the rerun it
+    proposes. Where the traffic was bulk (a data frame carried 4 KB or more on average), a
+    larger `mtu` is named too: the switch's cost is per packet (docs/FIDELITY.md #20)."""
+    factors = {}
+    if ovs_wait is not None and ovs_wait > MAX_OVS_WAIT:
+        factors["ovs-vswitchd's wait"] = ovs_wait / MAX_OVS_WAIT
+    kept = (busiest or {}).get("busy_mean_mbps"), (busiest or {}).get("configured_mbps")
+    if ovs_cores is not None and ovs_cores > MAX_OVS_CORES and not (
+            kept[0] is not None and kept[1] and kept[0] / kept[1] >= MIN_BUSY_RATE):
+        factors["ovs-vswitchd's cores"] = ovs_cores / MAX_OVS_CORES
+    if workers_wait is not None and workers_wait > MAX_WORKER_WAIT:
+        factors["the workers' wait"] = workers_wait / MAX_WORKER_WAIT
+    if not factors:
+        return None
+    what, worst = max(factors.items(), key=lambda kv: kv[1])
+    dilation = math.ceil(worst * 10 - 1e-9) / 10
+    frame = (busiest or {}).get("payload_per_frame")
+    bulk = frame is not None and frame >= BULK_FRAME_BYTES
+    text = (f"proposed: a time dilation {dilation:.1f}x this run's (links that much slower: --bw / {dilation:.1f}, "
+            f"with real_link_mbps or the real setting's compute scaled by it), a first-order estimate from "
+            f"{what}; rerun to check")
+    if bulk:
+        text += (f"; the traffic was bulk ({frame:.0f} B of payload per data frame): a larger `mtu` "
+                 f"(up to 64000) cuts the switch's packets (docs/FIDELITY.md #20)")
+    return {"dilation_x": dilation, "from": what, "factors": {k: round(v, 3) for k, v in factors.items()},
+            "mtu": bulk, "text": text}
 
 
 # ---- from files ---------------------------------------------------------------------
@@ -482,6 +523,9 @@ def measured_from_capture(topo: Topology, run_dir: Path, gradient_bytes: int, pc
             busiest = {"intf": name, "direction": d, "configured_mbps": bw, "peak_mbps": round(peak, 3),
                        "busy_mean_mbps": round(mean_busy, 3), "peak_ratio": round(peak / bw, 4),
                        "payload_bytes": int(series.sum())}
+            st = counts.per_if.get((ifindex, d)) or {}
+            if st.get("tcp_packets"):  # TCP payload per frame (ACKs included) in the busiest direction
+                busiest["payload_per_frame"] = round(st["payload_bytes"] / st["tcp_packets"], 1)
     traffic = None
     if counts.series:  # the bins in which gradient payload crossed any port (`forwarding_wait`)
         total = sum(counts.series.values())

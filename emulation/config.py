@@ -286,6 +286,9 @@ def _check_cluster(cfg: RunConfig):
     return parse(cfg.cluster)
 
 
+# Largest emulated MTU: veth and the userspace switch carried 64000-byte frames in
+# scripts/ovs_forwarding_bench.py (docs/FIDELITY.md #20); a frame of 64 KiB or more is not an IP packet.
+MAX_MTU = 64000
 REAL_SETTING_KEYS = ("name", "alpha", "beta", "backward_s", "workers", "network")
 
 
@@ -468,6 +471,9 @@ def _check_numbers(cfg: RunConfig) -> None:
         v = getattr(cfg, name)
         if isinstance(v, bool) or not isinstance(v, int) or v < lo:
             raise ValueError(f"{name}={v!r} is invalid: must be an integer >= {lo}")
+    if cfg.mtu > MAX_MTU:
+        raise ValueError(f"mtu={cfg.mtu} is invalid: must be an integer 576..{MAX_MTU} (the largest "
+                         f"measured through veth and the userspace switch here)")
     if cfg.workers is not None and (isinstance(cfg.workers, bool) or not isinstance(cfg.workers, int)
                                     or cfg.workers < 1):
         raise ValueError(f"workers={cfg.workers!r} is invalid: must be an integer >= 1")

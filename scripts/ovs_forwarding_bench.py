@@ -38,7 +38,9 @@ OVS_CTL = "/usr/share/openvswitch/scripts/ovs-ctl"
 RESTART_KEYS = {"userspace-tso-enable"}          # read only when ovs-vswitchd starts
 PORT = 5299
 
-# (label, kind, mtu, {other_config key: value}); "" value = key removed (OVS's default)
+# (label, kind, mtu, {other_config key: value}[, port type]); "" value = key removed (OVS's
+# default); a port type other than system ("afxdp-nonpmd": AF_XDP sockets polled by the main
+# thread, which XDP allows only up to about a page per frame) is set on every bridge port
 CASES = [
     ("offloads off", "tcp", 1500, {}),
     ("offloads off", "tcp", 9000, {}),
@@ -54,6 +56,9 @@ CASES = [
     ("1 handler, 1 revalidator", "udp", 9000, {"n-handler-threads": "1", "n-revalidator-threads": "1"}),
     ("EMC insert always", "tcp", 9000, {"emc-insert-inv-prob": "1"}),
     ("1 handler, 1 revalidator", "tcp", 9000, {"n-handler-threads": "1", "n-revalidator-threads": "1"}),
+    ("default", "udp", 1500, {}),
+    ("AF_XDP ports (afxdp-nonpmd)", "udp", 1500, {}, "afxdp-nonpmd"),
+    ("AF_XDP ports (afxdp-nonpmd)", "tcp", 1500, {}, "afxdp-nonpmd"),
 ]
 
 
@@ -98,7 +103,7 @@ def teardown(n: int) -> None:
         sh(f"ip link del sbfbv{i}", check=False)
 
 
-def build(n: int, mtu: int, offloads: str) -> None:
+def build(n: int, mtu: int, offloads: str, port_type: str = "system") -> None:
     """A - sbfb1 - ... - sbfbN - B: veth i joins bridge i (or A) to bridge i+1 (or B)."""
     teardown(n)
     sh("ip netns add sbfb-a; ip netns add sbfb-b")
@@ -116,6 +121,13 @@ def build(n: int, mtu: int, offloads: str) -> None:
             sh(f"{ns}ip link set {end} mtu {mtu} up")
     for i in range(1, n + 1):
         sh(f"ovs-vsctl set interface sbfb{i} mtu_request={mtu}; ip link set sbfb{i} up")
+    if port_type != "system":
+        for i in range(n + 1):
+            for p in ([f"sbfbv{i}"] if i else []) + ([f"sbfbw{i}"] if i < n else []):
+                sh(f"ovs-vsctl set interface {p} type={port_type}")
+        bad = sh("ovs-vsctl --columns=name,error find interface 'error!=[]'", check=False).strip()
+        if bad:
+            raise RuntimeError(f"port type {port_type}: {bad.splitlines()[-1]}")
     sh("ip netns exec sbfb-a ip addr add 10.250.0.1/24 dev sbfbv0; ip netns exec sbfb-a ip link set lo up")
     sh(f"ip netns exec sbfb-b ip addr add 10.250.0.2/24 dev sbfbw{n}; ip netns exec sbfb-b ip link set lo up")
     for _ in range(50):
@@ -185,12 +197,20 @@ def main() -> int:
     before = {k: get_key(k) for k in keys}
     rows = []
     try:
-        for i, (label, kind, mtu, cfg) in enumerate(cases, 1):
+        for i, (label, kind, mtu, cfg, *ptype) in enumerate(cases, 1):
             set_keys(cfg, keys)
-            build(a.switches, mtu, OFFLOADS_TSO if cfg.get("userspace-tso-enable") else OFFLOADS_OFF)
+            try:
+                build(a.switches, mtu, OFFLOADS_TSO if cfg.get("userspace-tso-enable") else OFFLOADS_OFF,
+                      *ptype)
+            except RuntimeError as e:  # a lever these ports do not take: say so, keep going
+                print(f"[{i}/{len(cases)}] {label} {kind} MTU {mtu}: not measured: {e}", flush=True)
+                rows.append({"case": label, "kind": kind, "mtu": mtu, "other_config": cfg,
+                             "port_type": ptype[0] if ptype else "system", "error": str(e)})
+                continue
             reps = [measure(kind, a.switches, a.seconds, a.udp_bytes) for _ in range(a.reps)]
             med = {k: statistics.median(r[k] for r in reps) for k in reps[0]}
-            rows.append({"case": label, "kind": kind, "mtu": mtu, "other_config": cfg, **med,
+            rows.append({"case": label, "kind": kind, "mtu": mtu, "other_config": cfg,
+                         "port_type": ptype[0] if ptype else "system", **med,
                          "reps": reps})
             print(f"[{i}/{len(cases)}] {label:>24} {kind} MTU {mtu:>5}: {med['gbit_s']:6.2f} Gbit/s, "
                   f"ovs {med['ovs_cores']:.2f} cores, {med['gbit_per_ovs_core_x_bridges']:6.2f} "

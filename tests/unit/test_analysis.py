@@ -422,6 +422,26 @@ def test_forwarding_wait_takes_the_samples_that_overlap_traffic():
     assert "ovs_cpu_wait_forwarding_percent" not in f  # no series: a run recorded before
 
 
+def test_a_cpu_failure_proposes_a_dilation_and_a_larger_mtu_for_bulk_traffic():
+    """Issue #21: the runner proposes what would make the run faithful; no proposal otherwise."""
+    assert analysis.cpu_proposal(0.5, 0.0, 0.0, GOOD_BUSIEST) is None
+    assert analysis.cpu_proposal(None, None, None, None) is None
+    # the worst figure decides: workers waited 0.8 / 0.5 = 1.6x, ovs 0.18 / 0.15 = 1.2x
+    p = analysis.cpu_proposal(0.6, 0.18, 0.8, {"payload_per_frame": 800.0})
+    assert p["dilation_x"] == 1.6 and p["from"] == "the workers' wait" and p["mtu"] is False
+    assert p["factors"] == {"ovs-vswitchd's wait": 1.2, "the workers' wait": 1.6}
+    assert "mtu" not in p["text"] and "1.6x this run's" in p["text"]
+    # ovs's cores count only where the busiest link lagged (FIDELITY #16), rounded up to a tenth
+    lagged = {"configured_mbps": 20, "busy_mean_mbps": 15.0, "payload_per_frame": 8900.0}
+    p = analysis.cpu_proposal(0.95, 0.0, 0.0, lagged)
+    assert p["dilation_x"] == 1.2 and p["mtu"] is True and "a larger `mtu`" in p["text"]
+    assert analysis.cpu_proposal(0.95, 0.0, 0.0, {**lagged, "busy_mean_mbps": 19.0}) is None
+    # a failed verdict carries it as a note, a faithful one has none
+    f = analysis.fidelity(GOOD_CAL, {**GOOD_CPU, "ovs_wait": {"mean": 0.3}}, {"dropped_by_kernel": 0}, GOOD_BUSIEST)
+    assert f["faithful"] is False and f["proposal"]["dilation_x"] == 2.0 and f["notes"][-1].startswith("proposed: ")
+    assert "proposal" not in analysis.fidelity(GOOD_CAL, GOOD_CPU, {"dropped_by_kernel": 0}, GOOD_BUSIEST)
+
+
 def test_fidelity_thresholds_are_inclusive():
     f = analysis.fidelity(GOOD_CAL, {"ovs_cores": {"mean": 0.85}, "ovs_wait": {"mean": analysis.MAX_OVS_WAIT},
                                      "workers_wait": {"mean": analysis.MAX_WORKER_WAIT}}, {"dropped_by_kernel": 0},

@@ -140,6 +140,8 @@ def test_validate_dedicated_servers_only_for_ps():
     (dict(link_bw={"host": 2000}), r"link_bw\[host\]=2000 Mbit/s is out of range"),
     (dict(topologies=["fattree,k=4"], link_bw={"level0": 5}), r"link_bw key 'level0' is not a link class, host or interface"),
     (dict(iters=0), r"iters=0 is invalid: must be an integer >= 1"),
+    (dict(mtu=500), r"mtu=500 is invalid: must be an integer >= 576"),
+    (dict(mtu=65000), r"mtu=65000 is invalid: must be an integer 576..64000 \(the largest measured"),
     (dict(iters=-1), r"iters=-1 is invalid"),
     (dict(iters="3"), r"iters='3' is invalid"),
     (dict(warmup=-1), r"warmup=-1 is invalid"),

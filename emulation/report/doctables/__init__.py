@@ -31,7 +31,9 @@ from emulation.report.doctables.projection import (
     projection_validation)
 from emulation.report.doctables.papers_scale import (
     FOREST_SCALE, GTOPK_SCALE, MGWFBP_SCALE, projection_forest_scale, projection_gtopk_scale, projection_mgwfbp_scale)
-from emulation.report.doctables.results import FIDELITY_FOLDERS, RESULTS_INDEX, fidelity_bounds, results_index
+from emulation.report.doctables.results import (
+    FIDELITY_FOLDERS, OVS_FORWARDING, P32_FOLDERS, RESULTS_INDEX, fidelity_bounds, ovs_forwarding, p32_families,
+    results_index)
 
 TABLES = {t.id: t for t in [
     Table("gtopk-compression", GTOPK_FATTREE, gtopk_compression),
@@ -51,6 +53,8 @@ TABLES = {t.id: t for t in [
     Table("cluster-algorithms", tuple(f"{f}/summary.json" for f in CLUSTER_ALGOS), cluster_algorithms),
     Table("dfs-headline", (DFS,), dfs_headline),
     Table("fidelity-bounds", tuple(f"{f}/summary.json" for f in FIDELITY_FOLDERS), fidelity_bounds),
+    Table("ovs-forwarding", (OVS_FORWARDING,), ovs_forwarding),
+    Table("p32-families", tuple(f"{f}/summary.json" for f in P32_FOLDERS), p32_families),
     Table("bml-summary", tuple(f"{f}/summary.json" for f in BML_FOLDERS + BML_REPEATS), bml_summary),
     Table("hd-default", tuple(f"{f}/{name}" for f in HD_FOLDERS for name in ("summary.json", "config.yaml")),
           hd_default),

@@ -67,6 +67,7 @@ RESULTS_INDEX = {  # top folder -> its summaries (the experiments `syncbed run` 
                             "cluster-two-servers/every-algorithm", "cluster-two-servers/bcube",
                             "cluster-two-servers/real-setting", "cluster-two-servers/ddp"),
     "forest-scenarios": tuple(f"forest-scenarios/{f}" for f in (*FOREST, *FOREST_VARIANTS)),
+    "p32-fattree6": ("p32-fattree6",),
 }
 
 
@@ -92,3 +93,89 @@ def results_index(data: dict) -> list[str]:
                      str(len(outside_tolerance(runs)))])
     return table(["folder", "experiments", "started (- last finished)", "wall min", "wall not in iterations", "runs",
                   "faithful", "not faithful", "unverified", "payload outside tolerance on some port"], rows)
+
+
+OVS_FORWARDING = "ovs-forwarding/forwarding.json"
+
+
+def ovs_forwarding(data: dict) -> list[str]:
+    """What one userspace ovs-vswitchd forwards per CPU second, per switch lever
+    (scripts/ovs_forwarding_bench.py), each against its baseline: the same traffic through OVS's
+    defaults with the ports the emulation uses, at MTU 9000 (what the emulation ran with before
+    issue #21); a row with other port types, against the defaults at its own MTU."""
+    d = data[OVS_FORWARDING]
+    cases = d["cases"]
+
+    def plain(c):
+        return not c["other_config"] and c.get("port_type", "system") == "system" and "error" not in c
+
+    base = {(c["kind"], c["mtu"]): c for c in cases if plain(c)}
+
+    def baseline(c):
+        key = (c["kind"], c["mtu"] if c.get("port_type", "system") != "system" else 9000)
+        if key not in base:
+            raise ValueError(f"ovs-forwarding: no baseline for {c['case']} ({key[0]}, MTU {key[1]}, OVS's defaults)")
+        return base[key]
+
+    rows, ratios = [], {"tcp": [], "udp": []}
+    for c in cases:
+        keys = ", ".join(f"{k}={v}" for k, v in sorted(c["other_config"].items())) or "(defaults)"
+        if c.get("port_type", "system") != "system":
+            keys += f"; ports type={c['port_type']}"
+        traffic = "bulk TCP" if c["kind"] == "tcp" else f"UDP, {d['udp_bytes']} B datagrams"
+        if "error" in c:
+            rows.append([c["case"], traffic, str(c["mtu"]), f"`{keys}`"] + [NA] * 5 + [f"not measured: {c['error']}"])
+            continue
+        b = baseline(c)
+        by, pk = (c["gbit_per_ovs_core_x_bridges"] / b["gbit_per_ovs_core_x_bridges"],
+                  c["kpackets_per_ovs_core"] / b["kpackets_per_ovs_core"])
+        ratios[c["kind"]].append((by if c["kind"] == "tcp" else pk, c))
+        rows.append([c["case"], traffic, str(c["mtu"]), f"`{keys}`", fmt(c["gbit_s"], ".2f"), fmt(c["ovs_cores"], ".2f"),
+                     fmt(c["gbit_per_ovs_core_x_bridges"], ".2f"), fmt(by, ".2f") + "x",
+                     fmt(c["kpackets_per_ovs_core"], ".0f"), fmt(pk, ".2f") + "x"])
+    lines = table(["case", "traffic", "MTU", "settings", "Gbit/s delivered", "ovs-vswitchd cores",
+                   "Gbit/s x bridges per ovs core", "vs baseline", "kpackets forwarded per ovs core-second",
+                   "vs baseline"], rows)
+    summary = []
+    if ratios["tcp"]:
+        r, c = max(ratios["tcp"], key=lambda rc: rc[0])
+        summary.append(f"Bulk bytes per ovs-vswitchd core: at most {r:.2f}x the baseline ({c['case']}, MTU {c['mtu']}).")
+    if ratios["udp"]:
+        v = [r for r, _ in ratios["udp"]]
+        summary.append(f"Small datagrams per core-second: {min(v):.2f}-{max(v):.2f}x the baseline over every "
+                       "setting measured.")
+    return lines + ["", " ".join(summary), "", f"One flow through a chain of {d['switches']} userspace bridges, "
+                    f"unshaped; median of {d['reps']} measurements of {d['seconds']:g} s each; {d['host']['ovs']}, "
+                    f"kernel {d['host']['kernel']}, {d['host']['cpus']} CPUs, {d['date'][:10]}. "
+                    f"Command: `{d['command']}`."]
+
+
+# Issue #21: every family at P = 32 on Fat-Tree k=6, in one setting (resnet20 on 5 Mbit/s links
+# standing for 1 GbE, the gTop-k paper's compute): the families gtopk-charged ran, then the others
+P32_FOLDERS = ("gtopk-charged/resnet20-p32", "p32-fattree6")
+
+
+def p32_families(data: dict) -> list[str]:
+    """One row per run at P = 32: its sync against its bound, its bytes, what the verdict measured
+    (ovs-vswitchd's cores and wait, the workers' wait), the verdict and, where it failed for CPU,
+    the runner's proposal."""
+    rows, faithful, failed = [], [], []
+    for folder in P32_FOLDERS:
+        for r in runs_of(data, f"{folder}/summary.json"):
+            f = r.get("fidelity") or {}
+            pr = r.get("payload_ratio") or {}
+            (faithful if r.get("faithful") is True else failed).append(common.label(r))
+            prop = (f.get("proposal") or {}).get("dilation_x")
+            rows.append([f"`{folder}`", common.label(r), str(r.get("workers")), fmt(common.sync_s(r), ".3f"),
+                         fmt(r.get("sync_over_bound"), ".2f"),
+                         f"{fmt(pr.get('min'), '.4f')}..{fmt(pr.get('max'), '.4f')}", _cores(r),
+                         fmt(f.get("ovs_cpu_wait_percent"), ".0f") + "%",
+                         fmt(f.get("ovs_cpu_wait_forwarding_percent"), ".0f") + "%",
+                         fmt(f.get("workers_cpu_wait_percent"), ".0f") + "%", _busy(r), verdict(r),
+                         NA if prop is None else f"{prop:.1f}x"])
+    lines = table(["results folder", "algorithm", "P", "median sync s", "sync / bound", "payload measured/expected",
+                   "ovs-vswitchd cores", "ovs-vswitchd waited", "... while traffic flowed (not judged)",
+                   "workers waited", "busiest link while busy",
+                   "faithful", "proposed dilation"], rows)
+    return lines + ["", f"Faithful at P = 32: {len(faithful)} of {len(faithful) + len(failed)} runs"
+                    + (f"; not: {', '.join(failed)}." if failed else ".")]
