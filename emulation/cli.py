@@ -96,7 +96,7 @@ def cmd_run(args) -> int:
                           calibrate=False if args.no_calibrate else None,
                           capture=False if args.no_capture else None,
                           crash=_crash(args.inject_crash), link_down=_link_down(args.link_down),
-                          link_bw=_link_bw(args.link_bw), background=args.background)
+                          link_bw=_link_bw(args.link_bw), background=args.background, mtu=args.mtu)
         if args.cluster or args.ssh_config:
             cfg.cluster = _cluster(cfg.cluster, args.cluster, args.ssh_config)
         specs = cfg.topologies if isinstance(cfg.topologies, (list, tuple, dict)) else [cfg.topologies]
@@ -539,6 +539,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a background flow (iperf3) between two hosts that run no worker, at MBPS or "
                         "unlimited (repeatable); its bytes are kept apart from gradient bytes")
     r.add_argument("--ecmp", help="hash (per-pair, collisions like real ECMP) | two-level (Al-Fares, balanced)")
+    r.add_argument("--mtu", type=INTEGER, help="MTU of every emulated interface, 576..64000 (default 9000; "
+                   "docs/FIDELITY.md #20)")
     r.add_argument("--out", help="results folder (default results/)")
     r.add_argument("--no-calibrate", action="store_true")
     r.add_argument("--no-capture", action="store_true")

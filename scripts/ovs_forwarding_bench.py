@@ -177,7 +177,7 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=6.0, help="seconds per measurement")
     ap.add_argument("--reps", type=int, default=3, help="measurements per case (median kept)")
     ap.add_argument("--udp-bytes", type=int, default=200, help="UDP payload per datagram")
-    ap.add_argument("--only", help="run only cases whose label contains this")
+    ap.add_argument("--only", help="run only the cases whose label contains one of these ('|' between them)")
     a = ap.parse_args()
     for name, v, lo in (("switches", a.switches, 1), ("reps", a.reps, 1), ("udp-bytes", a.udp_bytes, 16)):
         if v < lo:
@@ -192,7 +192,9 @@ def main() -> int:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         sys.exit("an emulation holds /run/syncbed/lock: run this when none does")
-    cases = [c for c in CASES if not a.only or a.only in c[0]]
+    cases = [c for c in CASES if not a.only or any(w and w in c[0] for w in a.only.split("|"))]
+    if not cases:
+        sys.exit(f"--only {a.only!r} matches no case; cases: {', '.join(sorted({c[0] for c in CASES}))}")
     keys = sorted({k for c in cases for k in c[3]})
     before = {k: get_key(k) for k in keys}
     rows = []
@@ -227,6 +229,14 @@ def main() -> int:
            "cases": rows}
     if a.out:
         a.out.mkdir(parents=True, exist_ok=True)
+        old = a.out / "forwarding.json"
+        if a.only and old.is_file():  # a partial rerun replaces its cases and keeps the others
+            prev = json.loads(old.read_text())
+            mine = {(r["case"], r["kind"], r["mtu"]) for r in rows}
+            out["cases"] = [r for r in prev["cases"] if (r["case"], r["kind"], r["mtu"]) not in mine] + rows
+            out["command"] = prev["command"] + f"; then {out['command']}"
+            out["partial_reruns"] = prev.get("partial_reruns", []) + [out["date"]]
+            out["date"] = prev["date"]
         (a.out / "forwarding.json").write_text(json.dumps(out, indent=1) + "\n")
         print(f"wrote {a.out / 'forwarding.json'}")
     return 0

@@ -17,7 +17,7 @@ FOREST = {  # folder under forest-scenarios -> how the scenario table names it
 }
 
 
-FOREST_VARIANTS = ("forest-s5-variants", "forest-s5-half-speed", "forest-s3-half-speed")
+FOREST_VARIANTS = ("forest-s5-variants", "forest-s5-half-speed", "forest-s3-half-speed", "forest-s5-chunks")
 
 
 FOREST_BASELINES = ("ring", "ps", "gloo", "bml")
