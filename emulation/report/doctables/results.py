@@ -75,6 +75,8 @@ RESULTS_INDEX = {  # top folder -> its summaries (the experiments `syncbed run` 
     "forest-scenarios": tuple(f"forest-scenarios/{f}" for f in (*FOREST, *FOREST_VARIANTS)),
     "p32-fattree6": ("p32-fattree6",),
     "p32-fattree6-wfbp-dilated": P32_DILATED,
+    "mtu-lever": ("mtu-lever/mtu9000", "mtu-lever/mtu32000", "mtu-lever/mtu64000"),
+    "htb-ring32-bw10": ("htb-ring32-bw10",),
 }
 
 
@@ -192,3 +194,32 @@ def p32_families(data: dict) -> list[str]:
                     + ("" if not dilated else " WFBP, rerun slower: " + (
                         f"faithful from a time dilation of {first.get('time_dilation'):g} "
                         f"({first.get('link_mbps'):g} Mbit/s links)." if first else "not faithful at any dilation tried."))]
+
+
+# Issue #21's switch levers in the emulation: the bulk PS run that was not faithful at MTU 9000
+# (bml-bcube42-vs-ps-fattree, Fat-Tree k=4, synthetic 40 MB / 20), rerun at three MTUs on one
+# day; and the 32-worker ring at 10 Mbit/s whose link once peaked above its rate (HTB burst)
+MTU_LEVER = ("mtu-lever/mtu9000", "mtu-lever/mtu32000", "mtu-lever/mtu64000")
+HTB_RING = ("htb-ring32-bw10",)
+
+
+def _mtu(data: dict, folder: str) -> str:
+    return str((data[f"{folder}/config.yaml"] or {}).get("mtu", 9000))
+
+
+def mtu_lever(data: dict) -> list[str]:
+    """One row per run: its MTU, sync, what the verdict measured of the switch, and the verdict."""
+    rows = []
+    for folder in MTU_LEVER + HTB_RING:
+        for r in runs_of(data, f"{folder}/summary.json"):
+            f = r.get("fidelity") or {}
+            b = f.get("busiest_link") or {}
+            pr = r.get("payload_ratio") or {}
+            rows.append([f"`{folder}`", common.label(r), r.get("topology", NA), str(r.get("workers")),
+                         fmt(r.get("link_mbps"), "g"), _mtu(data, folder), fmt(common.sync_s(r), ".3f"),
+                         fmt(r.get("sync_over_bound"), ".2f"), f"{fmt(pr.get('min'), '.4f')}..{fmt(pr.get('max'), '.4f')}",
+                         _cores(r), fmt(f.get("ovs_cpu_wait_percent"), ".0f") + "%", _busy(r),
+                         fmt(b.get("peak_ratio"), ".3f") + "x", verdict(r)])
+    return table(["results folder", "algorithm", "topology", "P", "link Mbit/s", "MTU", "median sync s", "sync / bound",
+                  "payload measured/expected", "ovs-vswitchd cores", "ovs-vswitchd waited", "busiest link while busy",
+                  "busiest link's peak (of its rate)", "faithful"], rows)
