@@ -107,6 +107,8 @@ def test_block_sparse_algorithms_equal_their_references_through_the_worker(tmp_p
                 got = dict(e["observed"])
                 if rank < workers:  # the compressor's own time: measured, so not in the reference
                     assert got.pop("sparsify_seconds") >= 0, where
+                if rank in plan["owners"]:  # an owner's decode, sum and encode (step 2): measured too
+                    assert got.pop("aggregate_seconds") >= 0, where
                 assert got == observed, (where, e["observed"], observed)
             if sparsity is None and plan["algorithm"] == "omnireduce":
                 mine = [[f.dst, f.nic, f.bytes, f.messages] for f in algo.traffic(plan) if f.src == rank]

@@ -420,6 +420,7 @@ def test_a_single_rank_executes_what_its_reference_says(spec):
             observed.update(next_block=memory["next"][0], modelled_bytes=memory["next"][1])
         got = dict(state.observed)
         assert got.pop("sparsify_seconds") >= 0  # measured, so not in the reference
+        assert got.pop("aggregate_seconds") >= 0  # the single rank owns the one shard: its step 2, timed
         assert got == observed
         assert observed["blocks_up_sent"] == observed["blocks_down_recv"] == observed["blocks_down_sent"] == 0
         if p["k"] is not None:

@@ -163,14 +163,36 @@ def test_figures_are_the_means_of_the_declared_durations_then_summarize():
     assert algo.figures({}) == {"ranks": []}
     with pytest.raises(ValueError, match="at='middle' must be 'start' or 'end'"):
         base.Compute("c_seconds", "c", "middle")
+    with pytest.raises(ValueError, match="across='sum' must be one of mean, max"):
+        base.Compute("c_seconds", "c", across="sum")
+
+
+def test_a_compute_the_sync_waits_for_on_every_rank_keeps_the_slowest_ranks_per_iteration():
+    algo = dataclasses.replace(_bare(), compute=(base.Compute("a_seconds", "a", across="max"),
+                                                 base.Compute("b_seconds", "b")))
+    # iteration 0: ranks 0.1, 0.4, 0.2 -> 0.4; iteration 1: 0.3 (rank 1 logged none) -> 0.3;
+    # iteration 2: only rank 0 ran it -> 0.5; iteration 3: nobody -> not counted
+    observed = {0: [{"a_seconds": 0.1, "b_seconds": 1.0}, {"a_seconds": 0.3}, {"a_seconds": 0.5}, {}],
+                1: [{"a_seconds": 0.4, "b_seconds": 3.0}, {}],
+                2: [{"a_seconds": 0.2}, {"a_seconds": 0.1}, {}, {}]}
+    figures = algo.figures(observed)
+    assert figures["a_seconds"] == pytest.approx((0.4 + 0.3 + 0.5) / 3)
+    assert figures["b_seconds"] == pytest.approx(2.0)  # "mean": over ranks and iterations
+    # the max of a charged compute's parts too, each over its own ranks
+    charged = dataclasses.replace(_bare(), compute=(base.Compute("a_seconds", "a", across="max"),))
+    got = charged.figures({0: [{"a_seconds": 1.0, "a_seconds_cpu": 0.2, "a_seconds_charged": 1.0}],
+                           1: [{"a_seconds": 1.5, "a_seconds_cpu": 1.5, "a_seconds_charged": 1.0}]})
+    assert (got["a_seconds"], got["a_seconds_cpu"], got["a_seconds_charged"]) == (1.5, 1.5, 1.0)
+    assert algo.figures({}) == {}
 
 
 def test_the_sparse_families_declare_their_durations():
     for name in ("topk", "gtopk"):
         assert [(c.key, c.name, c.at) for c in base.get(name).compute] == [
             ("sparsify_seconds", "sparsify", "start"), ("merge_seconds", "merge", "end")]
-    for name in ("omnireduce", "dfs", "topk_ps"):
-        assert [c.key for c in base.get(name).compute] == ["sparsify_seconds"]
+    for name in ("omnireduce", "dfs", "topk_ps"):  # a worker's selection; an owner's decode, sum and encode
+        assert [(c.key, c.at, c.across, c.serial, c.stated_as) for c in base.get(name).compute] == [
+            ("sparsify_seconds", "start", "mean", True, "compress"), ("aggregate_seconds", "end", "max", True, "")]
     for name, algo in base.registry().items():
         assert len({c.key for c in algo.compute}) == len(algo.compute), name
 

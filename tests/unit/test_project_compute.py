@@ -233,3 +233,82 @@ def test_measured_projections_replay_the_runs_own_compute_and_logs():
     measured = sweep.resolve_measured(s)
     dfs = [req for req, _ in sweep.requests(s, measured) if req.algo.startswith("dfs")][0]
     assert dfs.logs.endswith("workers") and dfs.syncs == 150 and dict(dfs.compute)["sparsify_seconds"].c1 == 0
+
+
+# -- the block owners' aggregation (decode, sum, encode): a declared compute ------------------
+def test_the_owners_aggregation_is_charged_after_the_last_step_of_every_replayed_sync():
+    _, _, a, plan = _sparse("dfs,density=0.01", workers=4, mb=1)
+    model = {"sparsify_seconds": costs.CostModel(0.02), "aggregate_seconds": costs.CostModel(0.001, 2e-9)}
+    before, after = a.compute_charges(plan, model)
+    assert before == pytest.approx(0.02) and after == pytest.approx(0.001 + 2e-9 * plan["elements"])
+    assert a.compute_charges(plan, {"sparsify_seconds": costs.CostModel(0.02)}) == (pytest.approx(0.02), 0.0)
+    # three synthetic logged syncs of the plan's own push and pull flows
+    push, pull = a.steps(plan)
+
+    def sent(rank):
+        out = {}
+        for f in push + pull:
+            if f.src == rank:
+                out.setdefault((f.dst, f.nic), [0, 0])
+                out[(f.dst, f.nic)][0] += f.bytes
+                out[(f.dst, f.nic)][1] += f.messages
+        return [[d, n, b, m] for (d, n), (b, m) in sorted(out.items())]
+    it = {r: {"sent": sent(r), "phases": {"pull": sum(f.bytes for f in pull if f.src == r)}} for r in range(4)}
+    form = project.simulated_form(a, plan, costs=model, logged=[it] * 3)
+    assert form.per_sync == 2 and form.syncs == 3
+    assert form.before == pytest.approx([before, 0.0] * 3) and form.after == pytest.approx([0.0, after] * 3)
+    assert form.compute_per_sync == pytest.approx(before + after)
+
+
+def test_a_measured_run_replays_its_owners_aggregation_when_it_logged_one_and_an_old_run_as_before():
+    from emulation.simulator import sweep
+
+    algo = base.get("omnireduce")
+    old = {"sparsify_seconds": 0.3}  # docs/results/dfs-resnet18-digits: logged before owners were timed
+    assert dict(sweep.replayed(algo, old, None, {})["compute"]) == {"sparsify_seconds": costs.CostModel(0.3)}
+    new = {"sparsify_seconds": 0.3, "aggregate_seconds": 0.12}
+    assert dict(sweep.replayed(algo, new, None, {})["compute"]) == {
+        "sparsify_seconds": costs.CostModel(0.3), "aggregate_seconds": costs.CostModel(0.12)}
+    # a given model of the owners' work wins over the run's own
+    given = {"aggregate_seconds": costs.CostModel(0.0, 1e-8)}
+    got = dict(sweep.replayed(algo, new, None, given)["compute"])
+    assert got["aggregate_seconds"] == costs.CostModel(0.0, 1e-8) and got["sparsify_seconds"] == costs.CostModel(0.3)
+    assert sweep.given_costs(["aggregate_seconds=0.001:2e-9"]) == {"aggregate_seconds": costs.CostModel(0.001, 2e-9)}
+
+
+def test_summary_keeps_the_slowest_owners_aggregation_of_each_sync():
+    # DFS on a real gradient: one owner's shard holds almost every block, and every worker waits for its pull
+    observed = {0: [{"sparsify_seconds": 0.30, "aggregate_seconds": 0.080}, {"sparsify_seconds": 0.34,
+                                                                             "aggregate_seconds": 0.060}],
+                1: [{"sparsify_seconds": 0.32, "aggregate_seconds": 0.002}, {"sparsify_seconds": 0.30,
+                                                                             "aggregate_seconds": 0.070}]}
+    got = base.get("dfs").figures(observed)
+    assert got["aggregate_seconds"] == pytest.approx((0.080 + 0.070) / 2)  # not the mean over owners, 0.053
+    assert got["sparsify_seconds"] == pytest.approx(0.315)
+
+
+def test_the_fitted_compute_column_models_the_computes_a_run_logged(monkeypatch):
+    # docs/PROJECTION.md's compute table: a run logged before the owners were timed has no
+    # aggregate_seconds, its replay charges none, so its fitted-compute column models sparsify
+    # alone; a run that logged one has no fitted column until a model of it exists
+    from emulation.report.doctables import projection as doc
+
+    def row(name, elements, sparsify, fit, **more):
+        run = {"algorithm": "dfs", "sparsify_seconds": sparsify, "faithful": True, **more}
+        return {"experiment": name, "fit": fit, "topology": "fattree(4)", "algo_spec": "dfs,density=0.01",
+                "model": "m", "workers": 4, "algorithm": "dfs", "gradient_bytes": 4 * elements, "run": run,
+                "sim": {"bytes_source": "logged", "compute_seconds_per_sync": sparsify
+                        + more.get("aggregate_seconds", 0.0)},
+                "measured_seconds": 1.0, "simulated_seconds": 0.5, "sim_over_measured": 0.5}
+    rows = [row("a", 10**6, 0.030, True), row("b", 2 * 10**6, 0.050, True), row("c", 10**6, 0.030, False),
+            row("d", 10**6, 0.030, False, aggregate_seconds=0.01)]
+    monkeypatch.setattr(doc, "_validation", lambda data: rows)
+    fits = doc.fitted_costs({})
+    assert set(fits) == {("dfs", "sparsify_seconds")}  # nobody in the fit half logged an aggregation
+    model = fits[("dfs", "sparsify_seconds")][0]
+    lines = [line for line in doc.projection_compute({}) if line.startswith("| ") and "dfs" in line]
+    cells = [[c.strip() for c in line.strip("|").split("|")] for line in lines]
+    fitted = {c[0]: c[13] for c in cells}
+    expected = 0.5 - 0.030 + model.seconds(costs.work(10**6, 4, doc.EMULATION_CORES))
+    assert fitted["c"] == f"{expected:.3f}"
+    assert fitted["d"] == doc.NA  # its aggregation has no model yet: not modelled as zero

@@ -37,13 +37,14 @@ from __future__ import annotations
 
 import statistics
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
 
 from workloads import blocks
-from workloads.algorithms.base import Flow, Option, merge_flows, number
+from workloads.algorithms.base import Compute, Flow, Option, merge_flows, number
 from workloads.algorithms.topk import (DENSITY, DENSITY_VALID, SPARSIFY, check_elements, k_of,
                                        reference_memory, residual_of)
 from workloads.gradients import as_flat
@@ -286,7 +287,15 @@ def _owner_observed(plan: dict, agg: Aggregate, owner: int) -> dict:
 
 # --- what the analysis keeps (Algorithm.compute, Algorithm.summarize) --------------------------
 
-COMPUTE = (SPARSIFY,)  # a worker's error feedback, selection and blocks, logged as a duration
+# A shard owner's step 2 (`aggregate`: decode the W pushes, sum them, form the union, encode the
+# pull), between its last push received and its first pull sent: serial (its pulls wait for it),
+# and the sync waits for the slowest owner (every worker needs every owner's pull), so one sync's
+# is the max over the owners. Charged after the sync's last step in the simulation: the same sum,
+# steps being serial. Runs logged before it was timed (docs/results/dfs-resnet18-digits) lack it,
+# and replay as before.
+AGGREGATE = Compute("aggregate_seconds", "aggregate", "end", across="max")
+# a worker's error feedback, selection and blocks; an owner's aggregation; logged as durations
+COMPUTE = (SPARSIFY, AGGREGATE)
 
 
 def summarize(observed: dict) -> dict:
@@ -372,8 +381,9 @@ class Exchange:
     block: int | None
 
 
-def exchange(plan: dict, rules: Rules, comm, contribution: Contribution | None) -> Exchange:
-    """Steps 1-3 on this rank; `contribution` is None on a dedicated server."""
+def exchange(plan: dict, rules: Rules, comm, contribution: Contribution | None, state=None) -> Exchange:
+    """Steps 1-3 on this rank; `contribution` is None on a dedicated server. With `state` (the
+    rank's `SyncState`), an owner's step 2 is timed as the Compute `AGGREGATE`."""
     me, n, owners, nic, d = comm.rank, plan["workers"], plan["owners"], plan["nic"], plan["elements"]
     works, keep = [], []  # keep: tensors referenced until their sends completed
     observed: dict = {}
@@ -397,7 +407,8 @@ def exchange(plan: dict, rules: Rules, comm, contribution: Contribution | None) 
                  for w in range(n)]
         if block is None:  # a dedicated server learns the block size from the pushes
             block = rules.block_of(words[0][:rules.up_words].tolist())
-        agg = aggregate(plan, rules, mine, block, words)
+        with state.computing(AGGREGATE.key) if state is not None else nullcontext():
+            agg = aggregate(plan, rules, mine, block, words)
     comm.record(tree=0, stage=0, nic=nic, phase="push", t0=t0, t1=time.time(), bytes=pushed_bytes)
 
     t0, pulled_bytes = time.time(), 0  # 3. pull
@@ -462,7 +473,7 @@ def execute_fixed(plan: dict, comm, grads, state):
         residual = residual_of(state, plan["elements"]) if plan["k"] is not None else None
         with state.computing(SPARSIFY.key):
             c, acc = topk_then_blocks(plan, flat, residual)
-    ex = exchange(plan, fixed(plan), comm, c)
+    ex = exchange(plan, fixed(plan), comm, c, state)
     if residual is not None:
         residual.update(acc, c.kept)
     state.observed.update(ex.observed)

@@ -242,6 +242,10 @@ class Overlap:
 OVERRUN = 1.05
 
 
+# how a Compute's durations on the ranks of one sync combine (`Compute.across`)
+ACROSS = ("mean", "max")
+
+
 @dataclass(frozen=True)
 class Compute:
     """CPU work inside the sync that the executor logs only as a duration, `state.observed[key]`
@@ -263,10 +267,16 @@ class Compute:
     # the executor does it between its messages, never while they fly, so the sync is its flows
     # plus it: replaying its logged mean in the simulation (`syncbed project --measured`) is honest
     serial: bool = True
+    # how one sync's durations on several ranks make the sync's (`Algorithm.figures`): "mean", every
+    # rank does its own at once (a worker's selection); "max", the sync waits for the slowest rank's
+    # (a shard owner's aggregation: every worker needs every owner's pull)
+    across: str = "mean"
 
     def __post_init__(self):
         if self.at not in ("start", "end"):
             raise ValueError(f"Compute {self.key}: at={self.at!r} must be 'start' or 'end'")
+        if self.across not in ACROSS:
+            raise ValueError(f"Compute {self.key}: across={self.across!r} must be one of {', '.join(ACROSS)}")
 
     @staticmethod
     def size(plan: dict) -> float:
@@ -322,6 +332,14 @@ class SyncState:
             self.observed[f"{key}_charged"] = self.observed.get(f"{key}_charged", 0.0) + charge
             spent = max(spent, time.perf_counter() - t0)
         self.observed[key] = self.observed.get(key, 0.0) + spent
+
+
+def _per_iteration(observed: dict, key: str) -> list[list[float]]:
+    """Per measured iteration (the i-th entry of every rank's list), the `key` durations the ranks
+    logged in it ([] where none did)."""
+    n = max((len(v) for v in observed.values()), default=0)
+    return [[float(obs[i][key]) for obs in observed.values() if i < len(obs) and obs[i].get(key) is not None]
+            for i in range(n)]
 
 
 @dataclass(frozen=True)
@@ -394,12 +412,16 @@ class Algorithm:
     def figures(self, observed: dict) -> dict:
         """What summary.json keeps of the workers' observations (`observed`: {worker rank:
         [state.observed of each measured iteration]}): the mean of each `compute` duration
-        that was logged, then the algorithm's own `summarize`."""
+        that was logged (`Compute.across`: "mean" over ranks and iterations; "max", the mean over
+        iterations of the slowest rank's), then the algorithm's own `summarize`."""
         out = {}
         for c in self.compute:
             for key in (c.key, f"{c.key}_cpu", f"{c.key}_charged"):
-                secs = [float(obs[key]) for rank_obs in observed.values() for obs in rank_obs
-                        if obs.get(key) is not None]
+                if c.across == "max":
+                    secs = [max(v) for v in _per_iteration(observed, key) if v]
+                else:
+                    secs = [float(obs[key]) for rank_obs in observed.values() for obs in rank_obs
+                            if obs.get(key) is not None]
                 if secs:
                     out[key] = statistics.fmean(secs)
             overran = [obs[f"{c.key}_cpu"] / obs[f"{c.key}_charged"] for rank_obs in observed.values()

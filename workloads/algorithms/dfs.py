@@ -147,7 +147,7 @@ def modelled(plan: dict) -> list:
 def execute(plan: dict, comm, grads, state):
     flat = as_flat(grads)
     if comm.rank >= plan["workers"]:  # a dedicated server: sums, counts, makes no choice
-        ex = bs.exchange(plan, rules(plan), comm, None)
+        ex = bs.exchange(plan, rules(plan), comm, None, state)
         state.observed.update(ex.observed)
         return flat
     block = state.memory.get("block", plan["first_block"])
@@ -155,7 +155,7 @@ def execute(plan: dict, comm, grads, state):
     with state.computing(SPARSIFY.key):
         acc = residual.accumulate(flat)  # 1.
         c = contribution(plan, acc, block)  # 2.
-    ex = bs.exchange(plan, rules(plan), comm, c)  # 3., 4.
+    ex = bs.exchange(plan, rules(plan), comm, c, state)  # 3., 4. (the owner's 4. timed: bs.AGGREGATE)
     chosen, cost = decide(plan, ex.down_meta)  # 5.
     residual.update(acc, c.kept)  # 6.
     _remember(state.memory, plan, block, chosen)

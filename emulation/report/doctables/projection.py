@@ -410,8 +410,11 @@ def projection_compute(data: dict) -> list[str]:
         replayed = sim.get("compute_seconds_per_sync") or 0.0
         network = r["simulated_seconds"] - replayed
         modelled = None
-        parts = [fits.get((COMPRESSORS.get(r["algorithm"], r["algorithm"]), c.key)) for c in algo.compute]
-        if algo.compute and all(parts):
+        # the computes this run logged (a run from before a compute was timed lacks it, and its
+        # replay charges it nothing): each needs its fitted model, so both columns cover the same
+        logged = [c for c in algo.compute if num(r["run"].get(c.key)) is not None]
+        parts = [fits.get((COMPRESSORS.get(r["algorithm"], r["algorithm"]), c.key)) for c in logged]
+        if logged and all(parts):
             from emulation.simulator import costs
 
             w = costs.work((r["gradient_bytes"] or 0) // 4, r["workers"], EMULATION_CORES)
