@@ -28,8 +28,8 @@ redoes it, every verdict included.
 from __future__ import annotations
 
 import bisect
-import math
 import json
+import math
 import os
 import statistics
 import struct
@@ -317,10 +317,10 @@ def fidelity(calibration: dict | None, cpu: dict | None, capture: dict | None, b
         # wake-ups), so its CPU alone does not say it fell behind; the links do: a forwarder
         # that cannot keep up leaves the busiest link below its rate while it is busy
         # (docs/FIDELITY.md #16)
-        kept = (busiest or {}).get("busy_mean_mbps"), (busiest or {}).get("configured_mbps")
-        if kept[0] is not None and kept[1] and kept[0] / kept[1] >= MIN_BUSY_RATE:
+        share = busy_share(busiest)
+        if share is not None and share >= MIN_BUSY_RATE:
             notes.append(f"ovs-vswitchd used {ovs:.2f} cores on average, but the busiest link still ran at "
-                         f"{kept[0] / kept[1]:.0%} of its rate while busy: forwarding kept up")
+                         f"{share:.0%} of its rate while busy: forwarding kept up")
         else:
             reasons.append(f"ovs-vswitchd used {ovs:.2f} cores on average and the busiest link ran below "
                            f"{MIN_BUSY_RATE:.0%} of its rate while busy: forwarding was likely CPU-bound")
@@ -361,6 +361,13 @@ def fidelity(calibration: dict | None, cpu: dict | None, capture: dict | None, b
             "calibration": {k: v.get("ratio") for k, v in classes.items()}}
 
 
+def busy_share(busiest: dict | None) -> float | None:
+    """The busiest link's mean rate while busy as a share of its configured rate, or None
+    when either is unknown (docs/FIDELITY.md #16: whether forwarding kept up)."""
+    busy, rate = (busiest or {}).get("busy_mean_mbps"), (busiest or {}).get("configured_mbps")
+    return None if busy is None or not rate else busy / rate
+
+
 def cpu_proposal(ovs_cores: float | None, ovs_wait: float | None, workers_wait: float | None,
                  busiest: dict | None) -> dict | None:
     """What to change when the verdict failed for CPU (issue #21), or None when it did not.
@@ -375,9 +382,8 @@ def cpu_proposal(ovs_cores: float | None, ovs_wait: float | None, workers_wait: 
     factors = {}
     if ovs_wait is not None and ovs_wait > MAX_OVS_WAIT:
         factors["ovs-vswitchd's wait"] = ovs_wait / MAX_OVS_WAIT
-    kept = (busiest or {}).get("busy_mean_mbps"), (busiest or {}).get("configured_mbps")
-    if ovs_cores is not None and ovs_cores > MAX_OVS_CORES and not (
-            kept[0] is not None and kept[1] and kept[0] / kept[1] >= MIN_BUSY_RATE):
+    share = busy_share(busiest)
+    if ovs_cores is not None and ovs_cores > MAX_OVS_CORES and not (share is not None and share >= MIN_BUSY_RATE):
         factors["ovs-vswitchd's cores"] = ovs_cores / MAX_OVS_CORES
     if workers_wait is not None and workers_wait > MAX_WORKER_WAIT:
         factors["the workers' wait"] = workers_wait / MAX_WORKER_WAIT

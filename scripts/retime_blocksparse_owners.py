@@ -14,13 +14,21 @@ else measuring. Prints per run the mean over the sampled syncs of the slowest ow
 (what the sync waits for) and of the owners' mean. An estimate on an idle core, not a logged
 time: in the emulation 4 ranks and ovs-vswitchd share 2 cores. Not a result file.
 """
-import json, statistics, sys, time
+import importlib
+import json
+import statistics
+import sys
+import time
 from pathlib import Path
+
 import torch
-from workloads import blocks
-from workloads.algorithms import base, _blocksparse as bs
+
 from emulation.simulator.core import logged_iterations
+from workloads import blocks
+from workloads.algorithms import _blocksparse as bs
+from workloads.algorithms import base
 from workloads.eventlog import read_logs
+
 
 def owner_inputs(plan, it_logged, obs_by_rank, s, owner, block, rng):
     d, parts, n = plan["elements"], len(plan["owners"]), plan["workers"]
@@ -49,17 +57,18 @@ def owner_inputs(plan, it_logged, obs_by_rank, s, owner, block, rng):
         words.append(blocks.encode(meta, seg, mask, block, start))
     return words
 
+
 def main(run_dir, sample=15, reps=3):
     run_dir = Path(run_dir)
     job = json.loads((run_dir / "job.json").read_text())
     plan = job["plan"]
-    algo = base.get(plan["algorithm"])
-    mod = __import__(f"workloads.algorithms.{plan['algorithm']}", fromlist=["x"])
+    mod = importlib.import_module(f"workloads.algorithms.{plan['algorithm']}")
     rules = mod.rules(plan) if hasattr(mod, "rules") else bs.fixed(plan)
-    syncs = sum(1 for e in read_logs(run_dir / "workers")[0][0] if e.get("event") == "iter")
+    logs = read_logs(run_dir / "workers")[0]
+    syncs = sum(1 for e in logs[0] if e.get("event") == "iter")
     its = logged_iterations(run_dir / "workers", syncs)
     obs = {}
-    for r, evs in read_logs(run_dir / "workers")[0].items():
+    for r, evs in logs.items():
         for e in evs:
             if e.get("event") == "iter":
                 obs.setdefault(e["iter"], {})[r] = e.get("observed") or {}
@@ -77,10 +86,12 @@ def main(run_dir, sample=15, reps=3):
                 bs.aggregate(plan, rules, s, block, words)
                 best.append(time.perf_counter() - t0)
             times.append(min(best))
-        per_sync_max.append(max(times)); per_sync_mean.append(statistics.fmean(times))
+        per_sync_max.append(max(times))
+        per_sync_mean.append(statistics.fmean(times))
     print(json.dumps({"run": str(run_dir), "algorithm": job.get("algo_spec") or plan["algorithm"],
                       "syncs_sampled": len(picks), "owner_max_s": statistics.fmean(per_sync_max),
                       "owner_mean_s": statistics.fmean(per_sync_mean)}))
+
 
 if __name__ == "__main__":
     torch.set_num_threads(1)

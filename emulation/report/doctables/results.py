@@ -18,11 +18,22 @@ FIDELITY_FOLDERS = ("default",) + BML_FOLDERS
 P32_FOLDERS = ("gtopk-charged/resnet20-p32", "p32-fattree6")
 # WFBP, the one family not faithful there, rerun at the dilations the runner proposed and beyond
 P32_DILATED = ("p32-fattree6-wfbp-dilated/bw2.5", "p32-fattree6-wfbp-dilated/bw1.25")
+# Issue #21's switch levers in the emulation: the bulk PS run that was not faithful at MTU 9000
+# (bml-bcube42-vs-ps-fattree, Fat-Tree k=4, synthetic 40 MB / 20), rerun at three MTUs on one
+# day; and the 32-worker ring at 10 Mbit/s whose link once peaked above its rate (HTB burst)
+MTU_LEVER = ("mtu-lever/mtu9000", "mtu-lever/mtu32000", "mtu-lever/mtu64000")
+HTB_RING = ("htb-ring32-bw10",)
 
 
 def _cores(run) -> str:
     v = num((run.get("fidelity") or {}).get("ovs_cpu_percent"))
     return NA if v is None else f"{v / 100:.2f}"
+
+
+def _payload(run) -> str:
+    """The capture against the closed form over the run's ports: min..max of measured/expected."""
+    pr = run.get("payload_ratio") or {}
+    return f"{fmt(pr.get('min'), '.4f')}..{fmt(pr.get('max'), '.4f')}"
 
 
 def _busy(run) -> str:
@@ -42,10 +53,9 @@ def fidelity_bounds(data: dict) -> list[str]:
             over = common.ratio(common.sync_s(r), r.get("bound_seconds"))
             if r.get("faithful") is True and over is not None:
                 by_algo.setdefault(r.get("algorithm"), []).append(over)
-            pr = r.get("payload_ratio") or {}
             rows.append([f"`{folder}`", r.get("topology", NA), common.label(r), str(r.get("model")),
                          fmt(common.sync_s(r), ".3f"), fmt(r.get("bound_seconds"), ".3f"), fmt(over, ".2f"),
-                         f"{fmt(pr.get('min'), '.4f')}..{fmt(pr.get('max'), '.4f')}",
+                         _payload(r),
                          pct(r.get("retransmitted_fraction")), _cores(r), _busy(r),
                          fmt((r.get("fidelity") or {}).get("workers_starved_percent"), ".0f") + "%", verdict(r)])
     lines = table(["results folder", "topology", "algorithm", "model", "median sync s", "busiest-link bound s",
@@ -75,8 +85,8 @@ RESULTS_INDEX = {  # top folder -> its summaries (the experiments `syncbed run` 
     "forest-scenarios": tuple(f"forest-scenarios/{f}" for f in (*FOREST, *FOREST_VARIANTS)),
     "p32-fattree6": ("p32-fattree6",),
     "p32-fattree6-wfbp-dilated": P32_DILATED,
-    "mtu-lever": ("mtu-lever/mtu9000", "mtu-lever/mtu32000", "mtu-lever/mtu64000"),
-    "htb-ring32-bw10": ("htb-ring32-bw10",),
+    "mtu-lever": MTU_LEVER,
+    "htb-ring32-bw10": HTB_RING,
 }
 
 
@@ -159,8 +169,6 @@ def ovs_forwarding(data: dict) -> list[str]:
                     f"Command: `{d['command']}`."]
 
 
-
-
 def p32_families(data: dict) -> list[str]:
     """One row per run at P = 32: its sync against its bound, its bytes, what the verdict measured
     (ovs-vswitchd's cores and wait, the workers' wait), the verdict and, where it failed for CPU,
@@ -169,14 +177,13 @@ def p32_families(data: dict) -> list[str]:
     for folder in P32_FOLDERS + P32_DILATED:
         for r in runs_of(data, f"{folder}/summary.json"):
             f = r.get("fidelity") or {}
-            pr = r.get("payload_ratio") or {}
             if folder in P32_FOLDERS:
                 (faithful if r.get("faithful") is True else failed).append(common.label(r))
             prop = (f.get("proposal") or {}).get("dilation_x")
             rows.append([f"`{folder}`", common.label(r), str(r.get("workers")), fmt(r.get("link_mbps"), "g"),
                          fmt(r.get("time_dilation"), "g"), fmt(common.sync_s(r), ".3f"),
                          fmt(r.get("sync_over_bound"), ".2f"),
-                         f"{fmt(pr.get('min'), '.4f')}..{fmt(pr.get('max'), '.4f')}", _cores(r),
+                         _payload(r), _cores(r),
                          fmt(f.get("ovs_cpu_wait_percent"), ".0f") + "%",
                          fmt(f.get("ovs_cpu_wait_forwarding_percent"), ".0f") + "%",
                          fmt(f.get("workers_cpu_wait_percent"), ".0f") + "%", _busy(r), verdict(r),
@@ -196,13 +203,6 @@ def p32_families(data: dict) -> list[str]:
                         f"({first.get('link_mbps'):g} Mbit/s links)." if first else "not faithful at any dilation tried."))]
 
 
-# Issue #21's switch levers in the emulation: the bulk PS run that was not faithful at MTU 9000
-# (bml-bcube42-vs-ps-fattree, Fat-Tree k=4, synthetic 40 MB / 20), rerun at three MTUs on one
-# day; and the 32-worker ring at 10 Mbit/s whose link once peaked above its rate (HTB burst)
-MTU_LEVER = ("mtu-lever/mtu9000", "mtu-lever/mtu32000", "mtu-lever/mtu64000")
-HTB_RING = ("htb-ring32-bw10",)
-
-
 def _mtu(data: dict, folder: str) -> str:
     return str((data[f"{folder}/config.yaml"] or {}).get("mtu", 9000))
 
@@ -214,10 +214,9 @@ def mtu_lever(data: dict) -> list[str]:
         for r in runs_of(data, f"{folder}/summary.json"):
             f = r.get("fidelity") or {}
             b = f.get("busiest_link") or {}
-            pr = r.get("payload_ratio") or {}
             rows.append([f"`{folder}`", common.label(r), r.get("topology", NA), str(r.get("workers")),
                          fmt(r.get("link_mbps"), "g"), _mtu(data, folder), fmt(common.sync_s(r), ".3f"),
-                         fmt(r.get("sync_over_bound"), ".2f"), f"{fmt(pr.get('min'), '.4f')}..{fmt(pr.get('max'), '.4f')}",
+                         fmt(r.get("sync_over_bound"), ".2f"), _payload(r),
                          _cores(r), fmt(f.get("ovs_cpu_wait_percent"), ".0f") + "%", _busy(r),
                          fmt(b.get("peak_ratio"), ".3f") + "x", verdict(r)])
     return table(["results folder", "algorithm", "topology", "P", "link Mbit/s", "MTU", "median sync s", "sync / bound",
