@@ -97,6 +97,11 @@ def cmd_run(args) -> int:
                           capture=False if args.no_capture else None,
                           crash=_crash(args.inject_crash), link_down=_link_down(args.link_down),
                           link_bw=_link_bw(args.link_bw), background=args.background, mtu=args.mtu)
+        if args.dilation_x is not None:
+            if not cfg.real_setting:
+                raise ValueError("--dilation-x needs an experiment with a real_setting (it dilates that "
+                                 "setting's start-up); this one has none")
+            cfg.real_setting = {**cfg.real_setting, "dilation_x": args.dilation_x}
         if args.cluster or args.ssh_config:
             cfg.cluster = _cluster(cfg.cluster, args.cluster, args.ssh_config)
         specs = cfg.topologies if isinstance(cfg.topologies, (list, tuple, dict)) else [cfg.topologies]
@@ -541,6 +546,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--ecmp", help="hash (per-pair, collisions like real ECMP) | two-level (Al-Fares, balanced)")
     r.add_argument("--mtu", type=INTEGER, help="MTU of every emulated interface, 576..64000 (default 9000; "
                    "docs/FIDELITY.md #20)")
+    r.add_argument("--dilation-x", type=float, metavar="X",
+                   help="with a real_setting: stand for a start-up X times the measured one, waited before "
+                        "each collective (1..64; X times fewer messages per second, docs/FIDELITY.md)")
     r.add_argument("--out", help="results folder (default results/)")
     r.add_argument("--no-calibrate", action="store_true")
     r.add_argument("--no-capture", action="store_true")

@@ -171,6 +171,7 @@ class PlannedRun:
     size_scale: float = 1.0  # the model's sizes were divided by this (time dilation)
     link: object = None  # the measured LinkModel once the runner has it (re-planning)
     background: list = field(default_factory=list)  # background.parse flows, started around the workers
+    startup_charge_s: float = 0.0  # waited before each collective (real_setting.dilation_x, replan.py)
 
     @property
     def label(self) -> str:
@@ -187,7 +188,8 @@ class PlannedRun:
                                  nics=len(self.topology.host_nics(all_hosts[0])), topology=self.topology,
                                  hosts=tuple(self.hosts), options=dict(self.options),
                                  size_scale=self.size_scale, link=self.link,
-                                 background=tuple(dict(f) for f in self.background))
+                                 background=tuple(dict(f) for f in self.background),
+                                 startup_charge_s=self.startup_charge_s)
 
 
 def validate(cfg: RunConfig) -> list[PlannedRun]:
@@ -219,6 +221,12 @@ def validate(cfg: RunConfig) -> list[PlannedRun]:
             raise ValueError(f"no algorithm given for topology {spec}")
     for a in cfg.options:
         base.get(a)
+    if dilation_x(cfg.real_setting) > 1:
+        lacking = sorted({a for _, algos in cfg.matrix() for a, _ in algos if "startup" not in base.get(a).needs})
+        if lacking:
+            raise ValueError(f"real_setting dilation_x charges a start-up wait before each collective, which "
+                             f"{', '.join(lacking)} cannot take; valid with dilation_x > 1: "
+                             f"{', '.join(n for n, al in base.registry().items() if 'startup' in al.needs)}")
     # torch imports: only once the cheap checks passed
     from workloads.models.layers import scaled
     from workloads.models.registry import valid_specs
@@ -289,7 +297,8 @@ def _check_cluster(cfg: RunConfig):
 # Largest emulated MTU: veth and the userspace switch carried 64000-byte frames in
 # scripts/ovs_forwarding_bench.py (docs/FIDELITY.md #20); a frame of 64 KiB or more is not an IP packet.
 MAX_MTU = 64000
-REAL_SETTING_KEYS = ("name", "alpha", "beta", "backward_s", "workers", "network")
+MAX_DILATION_X = 64  # waits of up to 63 start-ups per collective: beyond, runs take hours
+REAL_SETTING_KEYS = ("name", "alpha", "beta", "backward_s", "workers", "network", "dilation_x")
 
 
 def check_real_setting(real) -> None:
@@ -301,6 +310,18 @@ def check_real_setting(real) -> None:
     for key in ("alpha", "beta", "backward_s"):
         if key in real:
             check_seconds(f"real_setting {key}", real[key], per_model=key == "backward_s")
+    x = real.get("dilation_x", 1)
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not 1 <= x <= MAX_DILATION_X:
+        raise ValueError(f"real_setting dilation_x={x!r} is invalid: must be a number 1..{MAX_DILATION_X:g} "
+                         f"(how many times the measured start-up a the emulated run stands for)")
+
+
+def dilation_x(real: dict | None) -> float:
+    """The real setting's extra time dilation X (1: none). The time factor is X a_e / a_r and the
+    start-up the emulated network lacks, (X - 1) a_e, is waited before each collective
+    (emulation/replan.py); it lowers the messages per emulated second X times, which slower
+    links cannot do for a start-up-bound run (they leave a_e as it is)."""
+    return float((real or {}).get("dilation_x", 1))
 
 
 def check_seconds(what: str, v, per_model: bool = True) -> None:

@@ -290,7 +290,9 @@ class Experiment:
             if self.cfg.real_setting:
                 self.log(f"  {run.label}: stands for {self.cfg.real_setting.get('name', 'the real setting')} with "
                          f"sizes / {run.stand_in['size_scale']:.3g} and times x {run.stand_in['time_factor']:.3g}"
-                         f" ({run.model.bytes / 2**20:.2f} MiB, backward {run.model.backward_s:.2f} s per iteration)")
+                         f" ({run.model.bytes / 2**20:.2f} MiB, backward {run.model.backward_s:.2f} s per iteration)"
+                         + (f", {run.startup_charge_s * 1e3:.2f} ms start-up waited per all-reduce"
+                            if run.startup_charge_s else ""))
 
     # ---- worker pools and analyses in the background ----------------------------------
     def _pool_for(self, run, net):

@@ -7,6 +7,9 @@
 # (about 3 hours on a 2-core machine; the runs go one after the other, each waiting for the
 # project's lock, so a CPU-heavy job run under `flock /run/syncbed/lock` goes between two runs). Keep one with
 #   syncbed keep OUT/FOLDER/<stamp> docs/results/FOLDER
+# Also mgwfbp-bcube42-MODEL. EXTRA holds options added to every run, for example the WFBP runs
+# alone at twice the real setting's start-up (docs/results/mgwfbp-wfbp-dilated):
+#   EXTRA="--algo wfbp --dilation-x 2" bash scripts/mgwfbp_matrix.sh OUT mgwfbp-fattree8-infocom
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-results/mgwfbp-matrix}; shift || true
@@ -26,8 +29,11 @@ for f in "${folders[@]}"; do
     mgwfbp-fattree8-*) args=(experiments/mgwfbp_fattree8.yaml --model "${f#mgwfbp-fattree8-}") ;;
     mgwfbp-fattree16-*) args=(experiments/mgwfbp_fattree16.yaml --model "${f#mgwfbp-fattree16-}") ;;
     mgwfbp-fattree4/*) args=(experiments/mgwfbp_fattree4.yaml --model "${f#mgwfbp-fattree4/}") ;;
-    *) echo "unknown folder '$f': valid are mgwfbp-fattree8[-MODEL|-infocom], mgwfbp-fattree16-MODEL, mgwfbp-fattree4/MODEL" >&2; exit 2 ;;
+    mgwfbp-bcube42-*) args=(experiments/mgwfbp_bcube42.yaml --model "${f#mgwfbp-bcube42-}") ;;
+    *) echo "unknown folder '$f': valid are mgwfbp-fattree8[-MODEL|-infocom], mgwfbp-fattree16-MODEL, mgwfbp-fattree4/MODEL, mgwfbp-bcube42-MODEL" >&2; exit 2 ;;
   esac
+  # shellcheck disable=SC2206
+  args+=(${EXTRA:-})
   echo "== $f: syncbed run ${args[*]}"
   while :; do
     rc=0

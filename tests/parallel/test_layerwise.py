@@ -165,6 +165,39 @@ def test_wfbp_starts_communicating_before_backprop_ends(tmp_path, world):
         assert len(single["starts"]) == 1 and single["starts"][0] >= single["t_ready"]
 
 
+CHARGE_S = 0.05
+
+
+def _charge_child(rank, world, store, out):
+    try:
+        torch.set_num_threads(1)
+        comm = Comm(rank, world, store, ["lo"], timeout_s=60)
+        ctx = base.PlanContext(world, tuple(n for _, n, _ in UNEVEN), layers=tuple(UNEVEN), startup_charge_s=CHARGE_S)
+        algo, plan = base.plan_for("wfbp", ctx)
+        values = gradients.synthetic(rank, plan["elements"], 3, 0)
+        stream = gradients.GradientStream(UNEVEN, values)
+        comm.store_barrier("charge")
+        before = len(comm.events)
+        stream.start()
+        flat = algo.execute(plan, comm, stream)
+        spans = [e["t1"] - e["t0"] for e in comm.events[before:] if e["phase"] == "allreduce"]
+        comm.barrier()
+        out.put(("ok", rank, {"equal": bool(torch.equal(flat, gradients.expected_sum(world, plan["elements"], 3, 0))),
+                              "spans": spans, "groups": len(plan["groups"]), "charge": plan["startup_charge_s"]}))
+    except BaseException:
+        out.put(("error", rank, traceback.format_exc()))
+
+
+def test_a_charged_start_up_is_waited_inside_each_all_reduce(tmp_path):
+    """A dilated real setting's start-up (`startup_charge_s`, emulation/replan.py) is waited
+    before every group's ring, inside its span, and changes no sum."""
+    results = spawn_ranks(2, _charge_child, lambda r: (r, 2, str(tmp_path / "store")), SPAWN_TIMEOUT_S)
+    for rank, got in results.items():
+        assert got["equal"] and got["charge"] == CHARGE_S
+        assert len(got["spans"]) == got["groups"] == len(UNEVEN)
+        assert min(got["spans"]) >= CHARGE_S, (rank, got["spans"])
+
+
 # --- the probe ------------------------------------------------------------------------------
 
 PROBE_SIZES = [4, 4096, 4_000_000]

@@ -51,6 +51,10 @@ BAD_INPUT = {
     "bw_0": (["run", "--bw", "0"], r"bw=0(\.0)? Mbit/s is out of range: must be >= 0\.001 and <= 1000", FRESH),
     "bw_5000": (["run", "--bw", "5000"], r"bw=5000(\.0)? Mbit/s is out of range", FRESH),
     "mtu_big": (["run", "--mtu", "65000", *MODEL], r"mtu=65000 is invalid: must be an integer 576\.\.64000", FORKED),
+    "dilation_x_alone": (["run", "--algo", "wfbp", "--dilation-x", "2", *MODEL],
+                         r"--dilation-x needs an experiment with a real_setting", FORKED),
+    "dilation_x_ring": (["run", "experiments/mgwfbp_fattree8.yaml", "--algo", "ring", "--dilation-x", "2"],
+                        r"dilation_x charges a start-up wait before each collective, which ring cannot take", FORKED),
     # below what tc's HTB shapes: 1e-6 Mbit/s left links unshaped and the run went on
     "bw_tiny": (["run", "--bw", "1e-6"], r"bw=1e-06 Mbit/s is out of range: must be >= 0\.001 and <= 1000 "
                 r"\(tc's HTB cannot shape less", FRESH),

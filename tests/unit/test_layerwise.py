@@ -34,7 +34,7 @@ def test_registry_has_the_four_and_all_need_the_link():
     assert set(NAMES) <= set(reg)
     assert "_layerwise" not in reg
     # mgwfbp groups by it; the baselines' predictions use it (compared with mgwfbp's).
-    assert all(reg[n].needs == ("link",) for n in NAMES)
+    assert all(reg[n].needs == ("link", "startup") for n in NAMES)
 
 
 @pytest.mark.parametrize("spec", ["wfbp", "single", "fusion", "fusion,bucket_mb=1", "mgwfbp",

@@ -36,6 +36,36 @@ def test_measured_link_replans_and_real_setting_scales_sizes_and_times():
     assert runs[1].plan["bucket_bytes"] == pytest.approx(25 * 2**20 / s)
 
 
+def test_dilation_x_charges_the_missing_start_up_and_dilates_time_x_times():
+    """X = 2: the plan prices a = 2 a_e and waits a_e before each group; the time factor doubles
+    and the sizes grow twice (s halves), so every time is the real setting's x D as before."""
+    emu = LinkModel(0.02, 7.5e-7, 0.99, "measured")
+    _, plain = _runs(["wfbp"], real_setting=REAL)
+    base_rec = replan.apply_link(plain[0], emu, REAL)
+    dilated = {**REAL, "dilation_x": 2}
+    _, runs = _runs(["wfbp"], real_setting=dilated)
+    rec = replan.apply_link(runs[0], emu, dilated)
+    assert rec["time_factor"] == pytest.approx(2 * base_rec["time_factor"])
+    assert rec["size_scale"] == pytest.approx(base_rec["size_scale"] / 2)
+    assert rec["startup_charge_s"] == pytest.approx(0.02) and rec["link"]["alpha"] == 0.02
+    plan = runs[0].plan
+    assert plan["alpha"] == pytest.approx(0.04) and plan["startup_charge_s"] == pytest.approx(0.02)
+    assert plain[0].plan["startup_charge_s"] == 0.0
+    # the emulated all-reduce of a scaled group, with the wait, is D x the real one
+    m = 4 << 20
+    emulated = plan["startup_charge_s"] + emu.alpha + emu.beta * m / rec["size_scale"]
+    assert emulated == pytest.approx(rec["time_factor"] * (REAL["alpha"] + REAL["beta"] * m))
+
+
+def test_dilation_x_is_refused_where_it_cannot_be_charged():
+    with pytest.raises(ValueError, match=r"dilation_x charges a start-up wait .* ring cannot take; valid with "
+                                         r"dilation_x > 1: .*mgwfbp"):
+        _runs(["mgwfbp", "ring"], real_setting={**REAL, "dilation_x": 2})
+    with pytest.raises(ValueError, match=r"real_setting dilation_x=0.5 is invalid: must be a number 1..64"):
+        _runs(["mgwfbp"], real_setting={**REAL, "dilation_x": 0.5})
+    _runs(["ring"], real_setting={**REAL, "dilation_x": 1})  # no charge: any algorithm
+
+
 def test_real_setting_is_validated_in_one_line():
     with pytest.raises(ValueError, match=r"real_setting alpha=-1 must be a number > 0"):
         _runs(["mgwfbp"], real_setting={"alpha": -1, "beta": 1e-9})

@@ -26,6 +26,8 @@ Plan form (every value JSON):
     tag_base                 first Gloo tag of each group's ring (ranges never overlap),
     alpha, beta, link        the cost model used (LinkModel.to_dict()), provisional: whether it
                              is the placeholder `provisional_link` (no measurement, no option),
+    startup_charge_s         waited before each group's ring, inside the span and inside alpha
+                             (a real setting's dilation_x, emulation/replan.py; 0 otherwise),
     predicted                merge.plan_groups' timeline: group_bytes, group_start, group_end,
                              ready, backward_seconds, iteration_seconds, exposed_comm_seconds,
     predicted_iteration_seconds, plus each algorithm's own options (bucket_mb and
@@ -35,7 +37,8 @@ Executor (Horovod's background thread in spirit, on the worker's GradientStream)
 1. The stream's thread produces layers L-1..0 (backprop). A watcher thread stamps when each
    layer became ready (for the timeline only; it does no communication).
 2. ONE communication thread walks the groups in launch order: it waits for each of the
-   group's layers (`stream.wait_layer`), then all-reduces the group's range in place with
+   group's layers (`stream.wait_layer`), waits the plan's `startup_charge_s` if any (a
+   dilated real setting's start-up), then all-reduces the group's range in place with
    the project's pipelined ring (`ring.ring_allreduce`, tags from the group's `tag_base`),
    then goes on to the next group. One all-reduce at a time, as merge.py's cost model
    assumes (one communicator); later layers keep being produced meanwhile.
@@ -60,7 +63,8 @@ from workloads.linkmodel import LinkModel
 # over each link in 2(N-1) steps of one message each.
 # All four need the measured link: mgwfbp to group, the baselines for their predicted
 # timeline, which the report sets against mgwfbp's (same model, or the ratio means nothing).
-NEEDS = ("link",)
+# "startup": a time-dilated real setting's start-up wait before each group (PlanContext.startup_charge_s).
+NEEDS = ("link", "startup")
 PROVISIONAL_MBPS = 1000.0  # without a topology (localhost)
 PROVISIONAL_MESSAGE_SECONDS = 1e-4  # per ring step: Gloo over TCP, small messages
 
@@ -126,6 +130,7 @@ def make_plan(ctx, name: str, method: str, link: LinkModel | None = None, bucket
             "order": list(range(n)), "segment_elements": SEGMENT_ELEMENTS, "method": method,
             "layer_count": len(layers), "groups": groups, "ranges": ranges, "tag_base": tag_base,
             "alpha": link.alpha, "beta": link.beta, "link": link.to_dict(), "provisional": provisional,
+            "startup_charge_s": float(ctx.startup_charge_s),
             "predicted": predicted, "predicted_iteration_seconds": predicted["iteration_seconds"], **extra}
 
 
@@ -192,6 +197,7 @@ def execute(plan: dict, comm, grads, state=None) -> torch.Tensor:
         _check_stream(plan, stream)
     n, nic, order = plan["workers"], plan["nic"], plan["order"]
     me = order.index(comm.rank)
+    charge = float(plan.get("startup_charge_s", 0.0))  # plans made before it have none
     ready: dict[int, float] = {}
     spans: list[tuple[float, float]] = []
     failure: list[BaseException] = []
@@ -214,6 +220,8 @@ def execute(plan: dict, comm, grads, state=None) -> torch.Tensor:
                     for layer in group[:-1]:
                         stream.wait_layer(layer)
                 t0 = time.time()
+                if charge:  # start-up the emulated network lacks (a dilated real setting): inside a
+                    time.sleep(charge)
                 ring_allreduce(comm, flat[start:end], order, nic, plan["tag_base"][g],
                                plan["segment_elements"], split(end - start, n))
                 spans.append((t0, time.time()))

@@ -104,6 +104,9 @@ class PlanContext:
     link: Any = None  # workloads.linkmodel.LinkModel (measured or given) for planners that need one
     size_scale: float = 1.0  # the run's gradients are the real model's / size_scale (time dilation)
     background: tuple = ()  # concurrent flows ({"src", "dst", "mbps" or None}) the run shares the links with
+    # seconds the executor waits before each collective: start-up the emulated network lacks
+    # (a real setting's `dilation_x`, emulation/replan.py); only for algorithms that need "startup"
+    startup_charge_s: float = 0.0
 
     @property
     def world(self) -> int:
@@ -358,7 +361,10 @@ class Algorithm:
     options: dict = field(default_factory=dict)  # name -> Option
     reference: Callable | None = None  # (plan, inputs, memory) -> Tensor; None: the dense sum
     data_dependent: bool = False  # expected bytes come from the ranks' per-iteration logs
-    needs: tuple = ()  # measured planner inputs: "link" (a, b of an all-reduce), "background" (flow rates)
+    # measured planner inputs: "link" (a, b of an all-reduce), "background" (flow rates),
+    # "startup" (waits `PlanContext.startup_charge_s` before each collective, which a time
+    # dilation of a real setting's start-up asks for: `real_setting.dilation_x`)
+    needs: tuple = ()
     describe: Callable[[dict], dict] = lambda plan: {}  # plan facts for summary.json (JSON-able)
     # the overlap of the plan's steps with backprop (Overlap: layer-wise algorithms), which the
     # simulation follows; None: the steps start when backprop has ended, all at once
