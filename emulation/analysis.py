@@ -58,9 +58,19 @@ MAX_WORKER_WAIT = 0.50  # the same, mean per worker (summed over its threads)
 MAX_OVS_CORES = 0.85  # ovs-vswitchd's mean CPU above which the links must show it kept up
 BULK_FRAME_BYTES = 4000  # payload per data frame from which a larger MTU would relieve the switch
 MIN_BUSY_RATE = 0.85  # ... the busiest link's mean rate while busy, fraction of its configured rate
+MAX_PEAK_RATIO = 1.05  # the busiest link's busiest bin over its rate, beyond what shaping allows (`peak_limit`)
+HTB_BURST_BYTES = 15000  # Mininet's TCIntf shapes with `htb rate R burst 15k`
+DEFAULT_MTU = 9000  # config.mtu's default; folders written before it was recorded ran with it
 
 
 # ---- pure parts -------------------------------------------------------------------
+def peak_limit(mbps: float, mtu: int = DEFAULT_MTU) -> float:
+    """The busiest bin over the rate that a rightly shaped link may show: 5%, plus what HTB sends
+    above its rate in one bin (its burst) and one frame (a bin holds whole frames). At MTU 9000
+    those two are 15% of a half-second bin's bytes at 2.5 Mbit/s, 2% at 20 Mbit/s."""
+    return MAX_PEAK_RATIO + (HTB_BURST_BYTES + mtu) * 8 / (mbps * 1e6 * SERIES_BIN)
+
+
 def switches_expected(topo: Topology, ports: dict, floor: float) -> list:
     per = {}
     for name, d in ports.items():
@@ -253,7 +263,8 @@ def worst_cpu(cpus: list[dict]) -> dict:
 
 def fidelity(calibration: dict | None, cpu: dict | None, capture: dict | None, busiest: dict | None,
              probe: dict | None = None, overruns: dict | None = None, traffic: dict | None = None,
-             clocks: dict | None = None, median_sync: float | None = None) -> dict:
+             clocks: dict | None = None, median_sync: float | None = None, mtu: int = DEFAULT_MTU,
+             startup_x: float | None = None) -> dict:
     """Mininet-HiFi style invariants -> a verdict with its reasons (docs/FIDELITY.md).
 
     `faithful` is True when every invariant was measured and held, False when one was
@@ -274,7 +285,9 @@ def fidelity(calibration: dict | None, cpu: dict | None, capture: dict | None, b
     the first with its error bound; sync times mix their timestamps, so an error bound over
     5% of the median sync makes the run not faithful (emulation/clock.py `faithful`); `cpu` is
     then `worst_cpu` of every server's monitor, and without the other servers' the CPU
-    invariant is unverified."""
+    invariant is unverified.
+    `mtu`: the emulated interfaces' MTU, for the busiest link's peak (`peak_limit`); `startup_x`:
+    see `cpu_proposal`."""
     reasons = []
     cluster_unverified = {}
     if clocks:
@@ -335,12 +348,14 @@ def fidelity(calibration: dict | None, cpu: dict | None, capture: dict | None, b
     if ovs_wait is None or w_wait is None:
         unverified["cpu"] = "CPU starvation of " + " and ".join(
             n for n, v in (("ovs-vswitchd", ovs_wait), ("the workers", w_wait)) if v is None) + " was not measured"
-    if busiest and busiest.get("peak_ratio", 0) > 1.05:
-        reasons.append(f"busiest link {busiest['intf']} peaked at {busiest['peak_ratio']:.2f}x its configured rate")
+    limit = peak_limit(busiest["configured_mbps"], mtu) if (busiest or {}).get("configured_mbps") else MAX_PEAK_RATIO
+    if busiest and busiest.get("peak_ratio", 0) > limit:
+        reasons.append(f"busiest link {busiest['intf']} peaked at {busiest['peak_ratio']:.2f}x its configured rate "
+                       f"(HTB's burst and one frame allow {limit:.2f}x)")
     if capture is None or drops is None or not busiest:
         unverified["capture"] = "no capture of the iterations: " + (
             "capture drops and " if capture is None or drops is None else "") + "the busiest link's rate not checked"
-    proposal = cpu_proposal(ovs, ovs_wait, w_wait, busiest)
+    proposal = cpu_proposal(ovs, ovs_wait, w_wait, busiest, startup_x)
     if proposal:
         notes.append(proposal["text"])
     reasons += [f"not verified: {why}" for why in unverified.values()]
@@ -369,7 +384,7 @@ def busy_share(busiest: dict | None) -> float | None:
 
 
 def cpu_proposal(ovs_cores: float | None, ovs_wait: float | None, workers_wait: float | None,
-                 busiest: dict | None) -> dict | None:
+                 busiest: dict | None, startup_x: float | None = None) -> dict | None:
     """What to change when the verdict failed for CPU (issue #21), or None when it did not.
 
     A time dilation D (links D times slower, compute and stated costs D times longer) divides
@@ -378,7 +393,10 @@ def cpu_proposal(ovs_cores: float | None, ovs_wait: float | None, workers_wait: 
     it (ovs-vswitchd's wait, its cores where the busiest link lagged, the workers' wait),
     rounded up to a tenth. It is an estimate from one run, to be checked by the rerun it
     proposes. Where the traffic was bulk (a data frame carried 4 KB or more on average), a
-    larger `mtu` is named too: the switch's cost is per packet (docs/FIDELITY.md #20)."""
+    larger `mtu` is named too: the switch's cost is per packet (docs/FIDELITY.md #20).
+    `startup_x`: for a run that stands for a real setting and can wait its start-up (an algorithm
+    that needs "startup"), that setting's `dilation_x`; slower links leave such a run's per-message
+    cost (the probe's a) as it is, so the proposal is a larger `dilation_x`, D times this one."""
     factors = {}
     if ovs_wait is not None and ovs_wait > MAX_OVS_WAIT:
         factors["ovs-vswitchd's wait"] = ovs_wait / MAX_OVS_WAIT
@@ -393,9 +411,14 @@ def cpu_proposal(ovs_cores: float | None, ovs_wait: float | None, workers_wait: 
     dilation = math.ceil(worst * 10 - 1e-9) / 10
     frame = (busiest or {}).get("payload_per_frame")
     bulk = frame is not None and frame >= BULK_FRAME_BYTES
-    text = (f"proposed: a time dilation {dilation:.1f}x this run's (links that much slower: --bw / {dilation:.1f}, "
-            f"with real_link_mbps or the real setting's compute scaled by it), a first-order estimate from "
-            f"{what}; rerun to check")
+    if startup_x is not None:
+        text = (f"proposed: a time dilation {dilation:.1f}x this run's by the real setting's start-up "
+                f"(--dilation-x {math.ceil(startup_x * dilation * 10 - 1e-9) / 10:.1f}: the start-up the network "
+                f"lacks is waited before each all-reduce), a first-order estimate from {what}; rerun to check")
+    else:
+        text = (f"proposed: a time dilation {dilation:.1f}x this run's (links that much slower: --bw / {dilation:.1f}, "
+                f"with real_link_mbps or the real setting's compute scaled by it), a first-order estimate from "
+                f"{what}; rerun to check")
     if bulk:
         text += (f"; the traffic was bulk ({frame:.0f} B of payload per data frame): a larger `mtu` "
                  f"(up to 64000) cuts the switch's packets (docs/FIDELITY.md #20)")
@@ -443,6 +466,26 @@ def link_probe(run_dir: Path, job: dict) -> dict | None:
             if (_load(probe) or {}).get("hosts") == job["hosts"]:
                 return _load(probe.parent / "link_model.json")
     return None
+
+
+def _startup_x(cfg: dict, algo) -> float | None:
+    """The real setting's dilation_x of a run that stands for one (its experiment's `cfg`) and
+    can wait its start-up, else None (`cpu_proposal`)."""
+    real = cfg.get("real_setting")
+    if not isinstance(real, dict) or "startup" not in algo.needs:
+        return None
+    return float(real.get("dilation_x", 1))
+
+
+def _experiment_config(run_dir: Path) -> dict:
+    """The run's experiment as the runner wrote it (config.yaml beside the run folders), or {}."""
+    import yaml  # noqa: PLC0415
+
+    try:
+        cfg = yaml.safe_load((run_dir.parent / "config.yaml").read_text())
+    except (OSError, yaml.YAMLError):
+        return {}
+    return cfg if isinstance(cfg, dict) else {}
 
 
 _PCAP_MAGIC = {b"\xd4\xc3\xb2\xa1": ("<", 1e6), b"\xa1\xb2\xc3\xd4": (">", 1e6),
@@ -748,9 +791,12 @@ def analyze_run(run_dir: Path) -> dict:
     others = [_load(p) for p in sorted(run_dir.glob("cpu-server*.json"))]
     if cpu and others:  # several servers: each judged like this machine, the worst one decides
         cpu = worst_cpu([cpu] + [o for o in others if o])
+    cluster = _load(run_dir / "cluster.json") or {}  # over several servers the MTU may be lower (cluster.py)
+    cfg = _experiment_config(run_dir)
     fid = fidelity(_load(run_dir / "calibration.json"), cpu, capture, busiest,
                    link_probe(run_dir, job), rec.get("charged_overruns"), (meas or {}).get("traffic_bins"),
-                   (_load(run_dir / "cluster.json") or {}).get("clock_offsets"), rec.get("median_sync_seconds"))
+                   cluster.get("clock_offsets"), rec.get("median_sync_seconds"),
+                   int(cluster.get("mtu") or cfg.get("mtu") or DEFAULT_MTU), _startup_x(cfg, algo))
     (run_dir / "fidelity.json").write_text(json.dumps(fid, indent=1))
     rec["fidelity"] = fid
     rec["faithful"] = fid["faithful"]
