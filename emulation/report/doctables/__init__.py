@@ -23,7 +23,8 @@ from emulation.report.doctables.gtopk import (
     gtopk_charged_beside_paper, gtopk_compression, gtopk_convergence, gtopk_scaling_all)
 from emulation.report.doctables.hd import HD_FOLDERS, hd_default
 from emulation.report.doctables.mgwfbp import (
-    MGWFBP_ALL, MGWFBP_MATRIX, MGWFBP_SETTINGS, _sources, mgwfbp_matrix, mgwfbp_settings, mgwfbp_slower)
+    MGWFBP_ALL, MGWFBP_MATRIX, MGWFBP_SETTINGS, MGWFBP_WFBP_DILATED, _sources, mgwfbp_matrix, mgwfbp_settings,
+    mgwfbp_slower, mgwfbp_wfbp_dilated)
 from emulation.report.doctables.projection import (
     ADDITIVITY, BML_SCALE, FAN_IN_OPTIONS, FAN_IN_SOURCES, PROJECTION_SOURCES, RUNTIMES, SWEEP,
     projection_bml_scale, projection_compute, projection_fan_in, projection_fan_in_options,
@@ -46,6 +47,8 @@ TABLES = {t.id: t for t in [
     Table("mgwfbp-settings", _sources(MGWFBP_SETTINGS), mgwfbp_settings),
     Table("mgwfbp-matrix", _sources(MGWFBP_MATRIX), mgwfbp_matrix),
     Table("mgwfbp-slower", _sources(MGWFBP_ALL), mgwfbp_slower),
+    Table("mgwfbp-wfbp-dilated", _sources(MGWFBP_WFBP_DILATED.values())
+          + tuple(f"{f}/summary.json" for f in MGWFBP_WFBP_DILATED), mgwfbp_wfbp_dilated),
     Table("forest-scenarios", tuple(_forest_rel(f) for f in FOREST), forest_scenarios),
     Table("forest-variants", tuple(_forest_rel(f) for f in FOREST_VARIANTS), forest_variants),
     Table("dfs-runs", (DFS,), dfs_runs),

@@ -105,3 +105,9 @@ def payload_range(runs: list) -> str:
 def outside_tolerance(runs: list) -> list[dict]:
     """Runs whose capture was not within the closed form's tolerance on every port."""
     return [r for r in runs if (r.get("payload_ratio") or {}).get("within_tolerance") is False]
+
+
+def cores(run: dict, key: str = "ovs_cpu_percent") -> str:
+    """A CPU figure of the run's fidelity verdict (percent of one core), in cores."""
+    v = num((run.get("fidelity") or {}).get(key))
+    return NA if v is None else f"{v / 100:.2f}"

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from emulation.papers import common
 from emulation.report.doctables.cells import (
-    find, find_opt, runs_of, span, starred, unfaithful_notes, verdict, xf)
+    cores, find, find_opt, runs_of, span, starred, unfaithful_notes, verdict, xf)
 from emulation.results.columns import NA, fmt, table
 from emulation.results.load import num
 
@@ -17,7 +17,8 @@ FOREST = {  # folder under forest-scenarios -> how the scenario table names it
 }
 
 
-FOREST_VARIANTS = ("forest-s5-variants", "forest-s5-half-speed", "forest-s3-half-speed", "forest-s5-chunks")
+FOREST_VARIANTS = ("forest-s5-variants", "forest-s5-half-speed", "forest-s3-half-speed", "forest-s5-chunks",
+                   "forest-s5-half-speed-chunks", "forest-s5-dilated")
 
 
 FOREST_BASELINES = ("ring", "ps", "gloo", "bml")
@@ -93,7 +94,9 @@ def forest_variants(data: dict) -> list[str]:
             rows.append([f"`{folder}`", f"`{common.label(r)}`", speeds, starred(common.sync_s(r), r),
                          fmt(r.get("planned_seconds"), ".3f"), fmt(r.get("bound_cut_seconds"), ".3f"),
                          fmt(common.ratio(common.sync_s(r), r.get("bound_cut_seconds")), ".2f"),
-                         fmt(r.get("trees"), "g"), verdict(r)])
+                         fmt(r.get("trees"), "g"), cores(r), cores(r, "workers_cpu_percent"),
+                         verdict(r)])
             notes.append((f"`{folder}` {common.label(r)}", r))
     return table(["results folder", "algorithm", "link Mbit/s", "median sync s", "planned s", "cut bound s",
-                  "measured / cut", "trees", "faithful"], rows) + unfaithful_notes(notes)
+                  "measured / cut", "trees", "ovs-vswitchd cores", "workers' cores", "faithful"],
+                 rows) + unfaithful_notes(notes)

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from emulation.papers import common
 from emulation.report.doctables.bml import BML_FOLDERS, BML_REPEATS
-from emulation.report.doctables.cells import outside_tolerance, pct, runs_of, span, verdict
+from emulation.report.doctables.cells import cores, outside_tolerance, pct, runs_of, span, verdict
 from emulation.report.doctables.forest import FOREST, FOREST_VARIANTS
 from emulation.report.doctables.gtopk import GTOPK_MODELS
-from emulation.report.doctables.mgwfbp import MGWFBP_ALL, MGWFBP_MODELS
+from emulation.report.doctables.mgwfbp import MGWFBP_ALL, MGWFBP_MODELS, MGWFBP_WFBP_DILATED
 from emulation.results.columns import NA, fmt, table
 from emulation.results.load import MB, num
 
@@ -23,11 +23,6 @@ P32_DILATED = ("p32-fattree6-wfbp-dilated/bw2.5", "p32-fattree6-wfbp-dilated/bw1
 # day; and the 32-worker ring at 10 Mbit/s whose link once peaked above its rate (HTB burst)
 MTU_LEVER = ("mtu-lever/mtu9000", "mtu-lever/mtu32000", "mtu-lever/mtu64000")
 HTB_RING = ("htb-ring32-bw10",)
-
-
-def _cores(run) -> str:
-    v = num((run.get("fidelity") or {}).get("ovs_cpu_percent"))
-    return NA if v is None else f"{v / 100:.2f}"
 
 
 def _payload(run) -> str:
@@ -56,7 +51,7 @@ def fidelity_bounds(data: dict) -> list[str]:
             rows.append([f"`{folder}`", r.get("topology", NA), common.label(r), str(r.get("model")),
                          fmt(common.sync_s(r), ".3f"), fmt(r.get("bound_seconds"), ".3f"), fmt(over, ".2f"),
                          _payload(r),
-                         pct(r.get("retransmitted_fraction")), _cores(r), _busy(r),
+                         pct(r.get("retransmitted_fraction")), cores(r), _busy(r),
                          fmt((r.get("fidelity") or {}).get("workers_starved_percent"), ".0f") + "%", verdict(r)])
     lines = table(["results folder", "topology", "algorithm", "model", "median sync s", "busiest-link bound s",
                    "sync / bound", "payload measured/expected", "retransmitted", "ovs-vswitchd cores",
@@ -75,6 +70,7 @@ RESULTS_INDEX = {  # top folder -> its summaries (the experiments `syncbed run` 
     "hash-ecmp": ("hash-ecmp/bml-bcube32-vs-ps-fattree", "hash-ecmp/bml-bcube42-vs-ps-fattree"),
     **{f: (f,) for f in MGWFBP_ALL if "/" not in f},
     "mgwfbp-fattree4": tuple(f"mgwfbp-fattree4/{m}" for m in MGWFBP_MODELS),
+    "mgwfbp-wfbp-dilated": tuple(MGWFBP_WFBP_DILATED),
     "gtopk-scaling": tuple(f"gtopk-scaling/{m}/p{p}" for m in GTOPK_MODELS for p in (4, 8, 16)),
     "gtopk-scaling-fattree": tuple(f"gtopk-scaling-fattree/p{p}" for p in (4, 8, 16, 32)),
     "gtopk-charged": ("gtopk-charged/vgg16-p32-bw20", "gtopk-charged/vgg16-p32-bw5",
@@ -183,7 +179,7 @@ def p32_families(data: dict) -> list[str]:
             rows.append([f"`{folder}`", common.label(r), str(r.get("workers")), fmt(r.get("link_mbps"), "g"),
                          fmt(r.get("time_dilation"), "g"), fmt(common.sync_s(r), ".3f"),
                          fmt(r.get("sync_over_bound"), ".2f"),
-                         _payload(r), _cores(r),
+                         _payload(r), cores(r),
                          fmt(f.get("ovs_cpu_wait_percent"), ".0f") + "%",
                          fmt(f.get("ovs_cpu_wait_forwarding_percent"), ".0f") + "%",
                          fmt(f.get("workers_cpu_wait_percent"), ".0f") + "%", _busy(r), verdict(r),
@@ -217,7 +213,7 @@ def mtu_lever(data: dict) -> list[str]:
             rows.append([f"`{folder}`", common.label(r), r.get("topology", NA), str(r.get("workers")),
                          fmt(r.get("link_mbps"), "g"), _mtu(data, folder), fmt(common.sync_s(r), ".3f"),
                          fmt(r.get("sync_over_bound"), ".2f"), _payload(r),
-                         _cores(r), fmt(f.get("ovs_cpu_wait_percent"), ".0f") + "%", _busy(r),
+                         cores(r), fmt(f.get("ovs_cpu_wait_percent"), ".0f") + "%", _busy(r),
                          fmt(b.get("peak_ratio"), ".3f") + "x", verdict(r)])
     return table(["results folder", "algorithm", "topology", "P", "link Mbit/s", "MTU", "median sync s", "sync / bound",
                   "payload measured/expected", "ovs-vswitchd cores", "ovs-vswitchd waited", "busiest link while busy",
