@@ -211,7 +211,7 @@ def simulated_form(algo: base.Algorithm, plan: dict, round_latency: float = 0.0,
         return SimForm([s for p in per for s in p], [0.0] * n * len(per), [round_latency * r for r in rounds] * len(per),
                        before=b, after=a, per_sync=n, warmup=int(warmup), bytes_source="logged")
     modelled = algo.data_dependent
-    steps = algo.modelled_steps(plan) if modelled else algo.steps(plan)
+    steps = algo.modelled_steps(plan) if modelled else algo.simulated_steps(plan)
     source = "model" if modelled else "plan"
     overlap = algo.timeline(plan)
     b, a = _charged(len(steps), 1, before, after)
@@ -715,7 +715,7 @@ def _check_growth(req: Request, name: str, raw: dict, topo: Topology, workers: i
                                    hosts=tuple(place(topo, p + servers, req.placement)), options=raw,
                                    link=dict(req.link) if req.link else None)
             algo, plan = base.plan_for(name, ctx)
-            counts.append(sum(len(s) for s in algo.steps(plan)))
+            counts.append(sum(len(s) for s in algo.simulated_steps(plan)))
     except (ValueError, KeyError):
         return
     if min(counts) < 1:

@@ -9,8 +9,8 @@ host, for 4 and 8 ranks; else Fat-Tree; BCube(P,1) for an algorithm that takes o
 on its first hosts, with that topology's NICs per host. Gradients are the synthetic
 ones with whole zero blocks, different per worker, so bytes that depend on the data vary.
 Asserted, per case:
-1. the plan survives JSON; `phases` (where defined) sum to `traffic`, bytes and messages;
-   `rounds` gives one count per step;
+1. the plan survives JSON; `phases` and `simulated` (where defined) sum to `traffic`, bytes
+   and messages; `rounds` gives one count per simulated step;
 2. every iteration on every worker equals the algorithm's oracle (`reference`, else the
    dense sum) exactly: the worker checks it and logs `correct`, `max_abs_err`;
 3. every rank, every iteration, handed `Comm` exactly the bytes and messages of its flows
@@ -120,7 +120,12 @@ def _check_pure(algo, plan):
         assert [(f.src, f.dst, f.nic, f.bytes, f.messages) for f in summed] == \
                [(f.src, f.dst, f.nic, f.bytes, f.messages) for f in base.merge_flows(algo.traffic(plan))], \
                "phases must sum to traffic (bytes and messages per flow)"
-    assert len(algo.step_rounds(plan)) == len(algo.steps(plan)), "rounds: one count per step"
+    if algo.simulated is not None:
+        summed = base.merge_flows(f for step in algo.simulated(plan) for f in step)
+        assert [(f.src, f.dst, f.nic, f.bytes, f.messages) for f in summed] == \
+               [(f.src, f.dst, f.nic, f.bytes, f.messages) for f in base.merge_flows(algo.traffic(plan))], \
+               "simulated steps must sum to traffic (bytes and messages per flow)"
+    assert len(algo.step_rounds(plan)) == len(algo.simulated_steps(plan)), "rounds: one count per simulated step"
 
 
 @pytest.mark.parametrize("name,workers,servers", list(_cases()))

@@ -331,6 +331,79 @@ def test_traffic_is_each_partition_up_and_down_every_tree_edge(n, elements):
     assert sum(f.messages for f in flows) == messages
 
 
+def _asap_steps(tree: dict) -> dict:
+    """Brute force: the earliest step each chunk crosses each edge of a tree when a chunk
+    leaves a rank only after every chunk it depends on has arrived (up: the children's same
+    chunk; down: the parent's; at the root: its children's up) and an edge carries one chunk
+    per step in order -> {(src, dst, chunk): step}."""
+    parent, root, n = tree["parent"], tree["root"], len(forest_algo.chunks(tree))
+    kids = {i: [c for c, p in enumerate(parent) if p == i] for i in range(len(parent))}
+    out: dict = {}
+    for j in range(n):
+        def up(i):  # the step chunk j crosses i -> parent
+            if (i, parent[i], j) not in out:
+                ready = max((up(c) + 1 for c in kids[i]), default=0)
+                out[i, parent[i], j] = max(ready, out.get((i, parent[i], j - 1), -1) + 1)
+            return out[i, parent[i], j]
+
+        def down(i):  # the step chunk j crosses parent -> i
+            p = parent[i]
+            if (p, i, j) not in out:
+                ready = max(up(c) for c in kids[root]) + 1 if p == root else down(p) + 1
+                out[p, i, j] = max(ready, out.get((p, i, j - 1), -1) + 1)
+            return out[p, i, j]
+        for i in range(len(parent)):
+            if parent[i] >= 0:
+                down(i)
+    return out
+
+
+@pytest.mark.parametrize("spec,n,options", [("bcube,n=4,k=2", 16, {}), ("fattree,k=4", 16, {"fallback": "none"}),
+                                            ("bcube,n=3,k=2", 9, {"chunk_elements": 5000, "fallback": "none"})])
+def test_simulated_pipeline_is_the_asap_chunk_schedule_and_carries_the_traffic(spec, n, options):
+    """The projection's form of the forest (`pipeline_steps`): per tree, the step of every chunk
+    on every edge is the earliest the dependencies allow (brute force), so the fill is in the
+    time; and all steps together carry exactly traffic(plan), message for message."""
+    topo = build(spec)
+    topo.set_bandwidth({"level1": 5.0} if spec.startswith("bcube") else dict(zip(topo.hosts(), (20.0, 10.0))))
+    ctx = base.PlanContext(n, (300_007,), nics=len(topo.host_nics(topo.hosts()[0])), topology=topo,
+                           hosts=tuple(topo.hosts()[:n]), options=options)
+    algo, p = base.plan_for("forest", ctx)
+    assert not p.get("fallback") and p["trees"]
+    steps = algo.simulated_steps(p)
+    whole = {(f.src, f.dst, f.nic): (f.bytes, f.messages) for f in algo.traffic(p)}
+    assert {(f.src, f.dst, f.nic): (f.bytes, f.messages)
+            for f in base.merge_flows(f for s in steps for f in s)} == whole
+    assert algo.step_rounds(p) == [1] * len(steps)
+    # per tree and edge: one chunk per step, in the steps brute force finds
+    for t in p["trees"]:
+        sizes = [4 * (b - a) for a, b in forest_algo.chunks(t)]
+        want: dict = {}
+        for (src, dst, j), step in _asap_steps(t).items():
+            want.setdefault(step, {}).setdefault((src, dst), []).append(sizes[j])
+        assert max(want) + 1 == len(forest_algo.chunks(t)) + 2 * t["height"] - 1
+    # all trees together: the bytes of each step per (src, dst) are the trees' chunks in it
+    want_all: dict = {}
+    for k, t in enumerate(p["trees"]):
+        sizes = [4 * (b - a) for a, b in forest_algo.chunks(t)]
+        for (src, dst, j), step in _asap_steps(t).items():
+            want_all[step, src, dst] = want_all.get((step, src, dst), 0) + sizes[j]
+    got = {}
+    for i, s in enumerate(steps):
+        for f in s:
+            got[i, f.src, f.dst] = got.get((i, f.src, f.dst), 0) + f.bytes
+    assert got == want_all
+
+
+def test_a_fallen_back_plan_is_simulated_as_its_ring():
+    topo = build("fattree,k=4")
+    ctx = base.PlanContext(8, (100_000,), topology=topo, hosts=tuple(topo.hosts()[:8]))
+    algo, p = base.plan_for("forest", ctx)
+    assert p["fallback"] == "ring"
+    assert algo.simulated_steps(p) == base.get("ring").steps(p["ring"])
+    assert algo.step_rounds(p) == [2 * 7]
+
+
 def test_plan_without_topology_is_uniform_and_json_and_deterministic():
     ctx = base.PlanContext(5, (1000, 2345))
     _, a = base.plan_for("forest", ctx)

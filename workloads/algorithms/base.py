@@ -8,8 +8,12 @@ Algorithm(...)`. It has two halves (docs/STYLE.md: plan in pure functions, execu
   process groups the executor needs) and, optionally, `phases(plan) -> [[Flow]]` (the same
   traffic cut into steps that run one after another, for the flow-level bound in
   the SimGrid simulation, emulation/simulator/core.py; absent = one step, all flows at once) and,
-  optionally, `rounds(plan) -> [int]` (per step, the message rounds it waits through one
-  after another, e.g. a ring's 2(N-1); the projection's latency term; absent = 1 per step) and,
+  optionally, `simulated(plan) -> [[Flow]]` (the steps the simulation runs when the sync's
+  timing is not that of its `phases`: a pipeline's fill, its first chunk hop by hop, as serial
+  steps before the rest; the same flows in total, so bytes and the analysis's step bound stay
+  the plan's; absent = its `phases`) and,
+  optionally, `rounds(plan) -> [int]` (per simulated step, the message rounds it waits through
+  one after another, e.g. a ring's 2(N-1); the projection's latency term; absent = 1 per step) and,
   optionally, `blocks(plan) -> [[FlowBlock]] | None` (the same steps, each as all-to-all
   blocks of equal flows, so the projection can reduce a symmetric plan by symmetry without
   listing its P(P-1) flows, issue #23; absent or None = the projection lists every flow);
@@ -372,8 +376,11 @@ class Algorithm:
     compute: tuple = ()  # Compute: CPU durations the executor logs in state.observed
     # {worker rank: [state.observed of each measured iteration]} -> its own summary.json figures
     summarize: Callable[[dict], dict] = lambda observed: {}
-    # message rounds each step waits through one after another (a ring's 2(N-1) steps); the
-    # projection charges a per-round latency for each; None: one round per step
+    # the steps the simulation runs where they are not `steps(plan)` (a pipeline's fill as serial
+    # steps, see the module docstring); the same flows in total; None: `steps(plan)`
+    simulated: Callable[[dict], list] | None = None
+    # message rounds each simulated step waits through one after another (a ring's 2(N-1)
+    # steps); the projection charges a per-round latency for each; None: one round per step
     rounds: Callable[[dict], list] | None = None
     # data-dependent algorithms' simulated form (see the module docstring): one measured
     # iteration's steps from the ranks' logs, and one sync's steps from a model of its bytes
@@ -388,6 +395,10 @@ class Algorithm:
     def steps(self, plan: dict) -> list:
         """The sync's traffic as consecutive steps of concurrent flows."""
         return self.phases(plan) if self.phases else [self.traffic(plan)]
+
+    def simulated_steps(self, plan: dict) -> list:
+        """The steps the simulation runs (`simulated`, else `steps(plan)`): the same flows in total."""
+        return self.simulated(plan) if self.simulated else self.steps(plan)
 
     def step_blocks(self, plan: dict) -> list | None:
         """The steps as lists of `FlowBlock`s (`blocks`), or None where the algorithm or this
@@ -409,11 +420,11 @@ class Algorithm:
         return before, after
 
     def step_rounds(self, plan: dict) -> list[int]:
-        """Sequential message rounds per step (`rounds`, else 1 each): the latency term."""
+        """Sequential message rounds per simulated step (`rounds`, else 1 each): the latency term."""
         if self.rounds:
             return list(self.rounds(plan))
         blocks = self.step_blocks(plan)  # counting steps without listing their flows
-        return [1] * (len(blocks) if blocks is not None else len(self.steps(plan)))
+        return [1] * (len(blocks) if blocks is not None else len(self.simulated_steps(plan)))
 
     def figures(self, observed: dict) -> dict:
         """What summary.json keeps of the workers' observations (`observed`: {worker rank:

@@ -28,6 +28,8 @@ parent can only hold the total after it has received all of that send. Every mes
 own tag: ((tree * 2 + phase) * tag_stride + chunk).
 Traffic (exact): per tree, per edge, the partition's bytes up on `nic_up` and down on
 `nic_down`, in as many messages as chunks. One step (`phases` absent): all trees at once.
+Simulated (`simulated`, the projection's form): the chunk pipeline in lockstep
+(`pipeline_steps`), so the simulated time holds the fill that one step of all flows misses.
 
 The ring among the candidates (option `fallback`, ours, docs/forest.md): the planner also
 costs the ring all-reduce on the same capacities (its busiest link, `ring_seconds`). When the
@@ -221,6 +223,63 @@ def traffic(plan: dict) -> list[Flow]:
     return merge_flows(flows)
 
 
+def _heights(tree: dict) -> tuple[list[int], list[int]]:
+    """(depth, height of the subtree below) of every rank in a tree (-1/-1 off the tree)."""
+    parent = tree["parent"]
+    n = len(parent)
+    depth = [-1] * n
+    for i in range(n):
+        chain, j = [], i
+        while j >= 0 and depth[j] < 0 and j != tree["root"]:
+            chain.append(j)
+            j = parent[j]
+        d = 0 if j == tree["root"] else depth[j]
+        for node in reversed(chain):
+            d += 1
+            depth[node] = d
+    depth[tree["root"]] = 0
+    below = [0] * n
+    for i in sorted(range(n), key=lambda r: -depth[r]):  # deepest first: children before parents
+        if parent[i] >= 0:
+            below[parent[i]] = max(below[parent[i]], below[i] + 1)
+    return depth, below
+
+
+def pipeline_steps(plan: dict) -> list:
+    """The simulated form (`Algorithm.simulated`): the chunk pipeline in lockstep. A chunk
+    crosses an edge at a stage: up from i at s = height of i's subtree (its children's chunks
+    have arrived), down to i at s = h + depth(i) - 1 (the root's total came down to i's
+    parent); 2 h stages in a tree of height h. Step t carries, on every edge of every tree,
+    the chunk t - stage (if there is one): one chunk per edge, so the trees share each link as
+    they do chunk by chunk, and the fill (the first chunk climbing and coming down, the last
+    one draining) is in the time, (n + 2h - 1) chunk times for n chunks, which one step of all
+    flows (the plan's `steps`) misses (docs/forest.md). Per edge: the partition's bytes in as
+    many messages as chunks, as `traffic(plan)` (tested). Lockstep is the approximation: a
+    step waits for its slowest chunk, where the executor lets each tree run at its own pace."""
+    if plan.get("fallback") == "ring":
+        return base.get("ring").steps(plan["ring"])
+    steps: dict = {}
+    for tree in plan["trees"]:
+        sizes = [DTYPE_BYTES * (b - a) for a, b in chunks(tree)]
+        depth, below = _heights(tree)
+        h = tree["height"]
+        for i, p in enumerate(tree["parent"]):
+            if p < 0:
+                continue
+            for src, dst, nic, stage in ((i, p, tree["nic_up"][i], below[i]),
+                                         (p, i, tree["nic_down"][i], h + depth[i] - 1)):
+                for j, size in enumerate(sizes):
+                    steps.setdefault(stage + j, []).append(Flow(src, dst, nic, size, 1))
+    return [merge_flows(steps[t]) for t in sorted(steps)]
+
+
+def _rounds(plan: dict) -> list[int]:
+    """Per simulated step: a ring's 2(N-1) rounds; one per pipeline step (a chunk's message)."""
+    if plan.get("fallback") == "ring":
+        return [2 * (plan["workers"] - 1)]
+    return [1] * len(pipeline_steps(plan))
+
+
 # --- execute ------------------------------------------------------------------------------
 def _up(plan: dict, k: int, comm, flat: torch.Tensor, sends: list) -> tuple[float, float, int]:
     """Step 4 on this rank for tree k; returns (t0, t1, bytes sent)."""
@@ -314,8 +373,7 @@ ALGORITHM = Algorithm(
     name="forest",
     summary="topology-adaptive forest: packed aggregation/broadcast trees, pipelined and overlapped (INFOCOM 2021)",
     plan=plan, traffic=traffic, execute=execute, validate=validate, options=OPTIONS, needs=("background",),
-    rounds=lambda plan: ([2 * (plan["workers"] - 1)] if plan.get("fallback") == "ring"  # it runs the ring
-                         else [2 * max((t["height"] for t in plan["trees"]), default=0)]),  # up, then down
+    simulated=pipeline_steps, rounds=_rounds,
     describe=lambda plan: {k: plan[k] for k in ("planned_seconds", "bound_cut_seconds", "bound_rsag_seconds",
                                                  "gap", "planner_seconds", "capacity", "planned_seconds_configured",
                                                  "planned_seconds_available", "bound_cut_available_seconds",
