@@ -662,7 +662,7 @@ def add_project(sub) -> None:
                     help="a cost model of the sync's compute (repeatable): KEY a Compute an algorithm declares "
                          "(its key in summary.json), seconds = C0 + C1 x gradient elements, "
                          "charged before the first step (at start) or after the last (at end). With --measured, "
-                         "a run's own logged means stand for the keys not given")
+                         "a run's own logged figures (the slowest rank's per sync) stand for the keys not given")
     ap.add_argument("--bw", type=float, default=Sweep.bw, help="Mbit/s on every link")
     ap.add_argument("--ecmp", default=Sweep.ecmp, choices=ECMP_METHODS)
     ap.add_argument("--placement", default=Sweep.placement, choices=PLACEMENTS)

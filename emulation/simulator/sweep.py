@@ -126,19 +126,27 @@ def given_costs(texts) -> dict:
 
 
 # the report's and summary.json's words for a measured run's own compute means
-REPLAY = "the measured run's logged means (replay)"
+REPLAY = "the measured run's logged figures, the slowest rank's per sync where logged (replay)"
 
 
 def replayed(algo: base.Algorithm, m: dict, folder: str | None, given: dict) -> dict:
-    """What a measured run adds to its projection's Request: the means of its declared `Compute`s
-    it logged (summary.json), as constant costs, for every serial one (`Compute.serial`: its
-    executor does it between its messages, so its sync is its flows plus it and replaying its
-    mean is honest) that `--compute` does not give; and, for a data-dependent algorithm, its
-    ranks' logs, so its projection replays every counted sync's logged bytes."""
+    """What a measured run adds to its projection's Request: the figures of its declared
+    `Compute`s it logged (summary.json), as constant costs, for every serial one (`Compute.serial`:
+    its executor does it between its messages, so its sync is its flows plus it and replaying it
+    is honest) that `--compute` does not give: the slowest rank's per sync (`<key>_slowest`,
+    `Algorithm.figures`), since the sync waits for it, where the run logged it, else the mean;
+    and, for a data-dependent algorithm, its ranks' logs, so its projection replays every
+    counted sync's logged bytes."""
     from emulation.simulator import costs
 
-    means = {c.key: costs.CostModel(float(m[c.key])) for c in algo.compute
-             if c.serial and c.key not in given and isinstance(m.get(c.key), (int, float))}
+    def figure(key):
+        for k in (f"{key}_slowest", key):
+            if isinstance(m.get(k), (int, float)):
+                return float(m[k])
+        return None
+
+    means = {c.key: costs.CostModel(figure(c.key)) for c in algo.compute
+             if c.serial and c.key not in given and figure(c.key) is not None}
     out = {}
     if means:
         out.update(compute=tuple(sorted({**given, **means}.items())),

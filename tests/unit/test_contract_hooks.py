@@ -158,8 +158,11 @@ def test_figures_are_the_means_of_the_declared_durations_then_summarize():
     algo = dataclasses.replace(_bare(), compute=(base.Compute("a_seconds", "a"), base.Compute("b_seconds", "b", "end")),
                                summarize=lambda observed: {"ranks": sorted(observed)})
     observed = {0: [{"a_seconds": 1.0}, {"a_seconds": 3.0, "b_seconds": 0.5}], 1: [{"a_seconds": 2.0}, {}]}
-    assert algo.figures(observed) == {"a_seconds": 2.0, "b_seconds": 0.5, "ranks": [0, 1]}
-    assert list(algo.figures(observed)) == ["a_seconds", "b_seconds", "ranks"]  # summary.json's key order
+    # each "mean" compute also keeps the slowest rank's per iteration (iteration 0: 2.0; 1: 3.0)
+    assert algo.figures(observed) == {"a_seconds": 2.0, "a_seconds_slowest": 2.5, "b_seconds": 0.5,
+                                      "b_seconds_slowest": 0.5, "ranks": [0, 1]}
+    assert list(algo.figures(observed)) == ["a_seconds", "a_seconds_slowest", "b_seconds", "b_seconds_slowest",
+                                            "ranks"]  # summary.json's key order
     assert algo.figures({}) == {"ranks": []}
     with pytest.raises(ValueError, match="at='middle' must be 'start' or 'end'"):
         base.Compute("c_seconds", "c", "middle")
@@ -178,6 +181,7 @@ def test_a_compute_the_sync_waits_for_on_every_rank_keeps_the_slowest_ranks_per_
     figures = algo.figures(observed)
     assert figures["a_seconds"] == pytest.approx((0.4 + 0.3 + 0.5) / 3)
     assert figures["b_seconds"] == pytest.approx(2.0)  # "mean": over ranks and iterations
+    assert figures["b_seconds_slowest"] == pytest.approx(3.0) and "a_seconds_slowest" not in figures
     # the max of a charged compute's parts too, each over its own ranks
     charged = dataclasses.replace(_bare(), compute=(base.Compute("a_seconds", "a", across="max"),))
     got = charged.figures({0: [{"a_seconds": 1.0, "a_seconds_cpu": 0.2, "a_seconds_charged": 1.0}],

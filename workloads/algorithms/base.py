@@ -430,7 +430,9 @@ class Algorithm:
         """What summary.json keeps of the workers' observations (`observed`: {worker rank:
         [state.observed of each measured iteration]}): the mean of each `compute` duration
         that was logged (`Compute.across`: "mean" over ranks and iterations; "max", the mean over
-        iterations of the slowest rank's), then the algorithm's own `summarize`."""
+        iterations of the slowest rank's), then the algorithm's own `summarize`. A "mean" one also
+        gets `<key>_slowest`, the mean over iterations of the slowest rank's: what a sync whose
+        ranks wait for each other waits for (the projection's replay charges it, issue #23)."""
         out = {}
         for c in self.compute:
             for key in (c.key, f"{c.key}_cpu", f"{c.key}_charged"):
@@ -441,6 +443,9 @@ class Algorithm:
                             if obs.get(key) is not None]
                 if secs:
                     out[key] = statistics.fmean(secs)
+            slowest = [max(v) for v in _per_iteration(observed, c.key) if v]
+            if c.across == "mean" and slowest:
+                out[f"{c.key}_slowest"] = statistics.fmean(slowest)
             overran = [obs[f"{c.key}_cpu"] / obs[f"{c.key}_charged"] for rank_obs in observed.values()
                        for obs in rank_obs if obs.get(f"{c.key}_charged")]
             if overran:

@@ -426,7 +426,7 @@ def projection_compute(data: dict) -> list[str]:
                       fmt(modelled, ".3f"), fmt(common.ratio(modelled, r["measured_seconds"]), ".2f"),
                       verdict(r["run"])])
     return table(["experiment", "half", "topology", "algorithm", "model", "N", "bytes", "measured s",
-                  "network only s", "sim/meas", "compute (logged means) s", "simulated s", "sim/meas",
+                  "network only s", "sim/meas", "compute (logged, slowest rank) s", "simulated s", "sim/meas",
                   "simulated s, fitted compute", "sim/meas", "faithful"], cells)
 
 
