@@ -45,6 +45,7 @@ import math
 import threading
 import time
 
+import networkx as nx
 import torch
 
 from workloads.planners import forest as packing
@@ -223,26 +224,14 @@ def traffic(plan: dict) -> list[Flow]:
     return merge_flows(flows)
 
 
-def _heights(tree: dict) -> tuple[list[int], list[int]]:
-    """(depth, height of the subtree below) of every rank in a tree (-1/-1 off the tree)."""
-    parent = tree["parent"]
-    n = len(parent)
-    depth = [-1] * n
-    for i in range(n):
-        chain, j = [], i
-        while j >= 0 and depth[j] < 0 and j != tree["root"]:
-            chain.append(j)
-            j = parent[j]
-        d = 0 if j == tree["root"] else depth[j]
-        for node in reversed(chain):
-            d += 1
-            depth[node] = d
-    depth[tree["root"]] = 0
-    below = [0] * n
-    for i in sorted(range(n), key=lambda r: -depth[r]):  # deepest first: children before parents
-        if parent[i] >= 0:
-            below[parent[i]] = max(below[parent[i]], below[i] + 1)
-    return depth, below
+def _heights(tree: dict) -> tuple[dict, dict]:
+    """({rank: depth}, {rank: height of the subtree below it}) in a tree."""
+    g = nx.DiGraph([(p, i) for i, p in enumerate(tree["parent"]) if p >= 0])
+    g.add_node(tree["root"])
+    below: dict = {}
+    for i in reversed(list(nx.topological_sort(g))):  # children before parents
+        below[i] = max((below[c] + 1 for c in g.successors(i)), default=0)
+    return nx.single_source_shortest_path_length(g, tree["root"]), below
 
 
 def pipeline_steps(plan: dict) -> list:
