@@ -443,9 +443,10 @@ class Algorithm:
                             if obs.get(key) is not None]
                 if secs:
                     out[key] = statistics.fmean(secs)
-            slowest = [max(v) for v in _per_iteration(observed, c.key) if v]
-            if c.across == "mean" and slowest:
-                out[f"{c.key}_slowest"] = statistics.fmean(slowest)
+            if c.across == "mean":
+                slowest = [max(v) for v in _per_iteration(observed, c.key) if v]
+                if slowest:
+                    out[f"{c.key}_slowest"] = statistics.fmean(slowest)
             overran = [obs[f"{c.key}_cpu"] / obs[f"{c.key}_charged"] for rank_obs in observed.values()
                        for obs in rank_obs if obs.get(f"{c.key}_charged")]
             if overran:

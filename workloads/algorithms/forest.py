@@ -263,10 +263,12 @@ def pipeline_steps(plan: dict) -> list:
 
 
 def _rounds(plan: dict) -> list[int]:
-    """Per simulated step: a ring's 2(N-1) rounds; one per pipeline step (a chunk's message)."""
+    """Per simulated step: a ring's 2(N-1) rounds; one per pipeline step (a chunk's message).
+    A tree of height h and n chunks fills steps 0 .. n + 2h - 2 (`pipeline_steps`), so the
+    steps are counted without listing their flows."""
     if plan.get("fallback") == "ring":
         return [2 * (plan["workers"] - 1)]
-    return [1] * len(pipeline_steps(plan))
+    return [1] * max((_chunks(t) + 2 * t["height"] - 1 for t in plan["trees"]), default=0)
 
 
 # --- execute ------------------------------------------------------------------------------
