@@ -489,6 +489,7 @@ def _run_in_engine(platform, sched, model: NetworkModel, mode: str, inspect: boo
         for link in links:
             link_bytes[link.name] = link_bytes.get(link.name, 0) + b
     out = {"step_seconds": [b - a for a, b in zip([0.0] + step_end[:-1], step_end)],
+           "messages_per_step": [len(step) for step in sched],
            "sync_seconds": step_end[-1] if step_end else 0.0,
            "link_bytes": link_bytes, "sent": sent,
            "wall": {"platform_seconds": t_platform, "run_seconds": t_run,
@@ -877,6 +878,8 @@ def _simulator_record(sim: dict, model: NetworkModel, p, counts: dict, messages:
             "simgrid_seconds": round(sim["wall"]["total_seconds"], 3),
             "simgrid_cpu_seconds": round(sim["wall"]["cpu_seconds"], 3),
             "wall_seconds": round(time.perf_counter() - t0, 3),
+            # what SimGrid ran (the classes where reduced): the run-time estimate's inputs
+            "simulated_messages_per_step": sim.get("messages_per_step"),
             "cpu_estimate_seconds": round(p.cpu_seconds, 3),
             "memory_estimate_bytes": int(p.memory_bytes),
             "child_maxrss_bytes": sim["child_maxrss_bytes"],
