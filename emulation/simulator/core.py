@@ -251,9 +251,29 @@ MEM_PER_CELL = 8.0
 # under hash ECMP on a Fat-Tree (collisions give flows different bottlenecks: k=8 16.5 s against
 # 6.0 s with two-level routing), the F^2 term is ~4e-8. A route costs 40 us, a switch's ECMP
 # table 12 us per NIC.
+# Where a step's flows carry many sizes (a pipelined schedule's chunks of unequal trees, the
+# classes of a reduced schedule) every flow ends at a moment of its own and SimGrid re-solves the
+# rest at each: one step of F flows of sizes all different on a Fat-Tree k=8 (two-level) took
+# 0.13 s at F = 500 to 10.2 s at F = 6000, 2.7e-7 s x F^2 within 12% (relative least squares with
+# the 1e-4 s per flow above; scripts/simgrid_step_cost.py -> docs/results/simgrid-step-cost/,
+# regime "unequal"); at F = 8000 it took 46 s, 2.5x that: beyond ~6000 such flows in one step the
+# estimate is low.
 CPU_PER_FLOW = 1.0e-4
 CPU_PER_FLOW_PAIR = 6.2e-9
 CPU_PER_FLOW_PAIR_HASH = 4.0e-8
+CPU_PER_FLOW_PAIR_APART = 2.7e-7
+STEP_ENDS = {"together": CPU_PER_FLOW_PAIR, "hash": CPU_PER_FLOW_PAIR_HASH, "apart": CPU_PER_FLOW_PAIR_APART}
+SIZES_TOGETHER = 2  # a step of at most this many payload sizes (equal shards, their remainder) ends together
+
+
+def fit_pair_cost(flows: list, cpu_seconds: list, per_flow: float = CPU_PER_FLOW) -> float:
+    """The F^2 coefficient b of cpu = per_flow x F + b x F^2 that minimises the squared relative
+    errors (each point counts alike, from hundreds of flows to thousands)."""
+    import numpy as np
+
+    f, y = np.asarray(flows, dtype=float), np.asarray(cpu_seconds, dtype=float)
+    x, r = f * f / y, 1.0 - per_flow * f / y
+    return float(x @ r / (x @ x))
 
 
 def ends_apart(topo: Topology) -> bool:
@@ -261,9 +281,17 @@ def ends_apart(topo: Topology) -> bool:
     return topo.kind == "fattree" and topo.params.get("ecmp", "hash") == "hash"
 
 
-def step_seconds(flows: float, uneven: bool = False) -> float:
-    """CPU seconds to simulate one step of `flows` concurrent flows (the fit above)."""
-    return CPU_PER_FLOW * flows + (CPU_PER_FLOW_PAIR_HASH if uneven else CPU_PER_FLOW_PAIR) * flows * flows
+def step_ends(topo: Topology, sizes_per_step: list) -> list:
+    """How each step's flows end, which sets its F^2 term (`STEP_ENDS`): "apart" where a step
+    carries more than SIZES_TOGETHER payload sizes, else "hash" under hash ECMP on a Fat-Tree,
+    else "together". `sizes_per_step`: the distinct payload sizes of each step."""
+    default = "hash" if ends_apart(topo) else "together"
+    return ["apart" if n > SIZES_TOGETHER else default for n in sizes_per_step]
+
+
+def step_seconds(flows: float, ends: str = "together") -> float:
+    """CPU seconds to simulate one step of `flows` concurrent flows that end `ends` (the fits above)."""
+    return CPU_PER_FLOW * flows + STEP_ENDS[ends] * flows * flows
 
 
 CPU_PER_ROUTE = 40e-6
@@ -351,11 +379,22 @@ def check_buildable(topo_spec: str, max_memory: float | None = None) -> None:
                        f"{have / 2**30:.1f} GiB available")
 
 
-def estimate_seconds(topo: Topology, pairs: int, step_flows: list) -> float:
-    """CPU seconds a projection may take: routes, switch tables and every step (`step_seconds`;
-    the larger F^2 term under hash ECMP on a Fat-Tree, an upper estimate there)."""
+def estimate_seconds(topo: Topology, pairs: int, step_flows: list, ends: list | None = None) -> float:
+    """CPU seconds a projection may take: routes, switch tables and every step (`step_seconds`,
+    each step's flows ending as `ends` says; default: together, or under hash ECMP on a Fat-Tree
+    with its larger F^2 term, an upper estimate there)."""
+    ends = ends or step_ends(topo, [1] * len(step_flows))
     return (CPU_PER_ROUTE * pairs + CPU_PER_TABLE_ENTRY * len(topo.switches()) * _nics(topo)
-            + sum(step_seconds(f, ends_apart(topo)) for f in step_flows))
+            + sum(step_seconds(f, e) for f, e in zip(step_flows, ends)))
+
+
+def reduced_memory(classes_per_step: list) -> float:
+    """Bytes SimGrid needs for a reduced schedule: two endpoints per class in one full zone (its
+    N^2 route table: PS on Fat-Tree k=12, 11,808 classes, peaked at 5.1 GB), a route and a
+    communication per class."""
+    classes = sum(classes_per_step)
+    return MEM_BASE + MEM_PER_CELL * (2 * classes) ** 2 + classes * (MEM_PER_ROUTE + 6 * MEM_PER_ROUTE_LINK) \
+        + MEM_PER_COMM * max(classes_per_step, default=0)
 
 
 MEMORY_MARGIN = 0.8  # use at most this share of MemAvailable: the estimates are +-30%
@@ -662,6 +701,7 @@ def checked(req: Request, topo: Topology, hosts: list, algo: base.Algorithm, pla
     pairs = pairs_of(steps, hosts)
     hops = {"fattree": 6, "bcube": 2 * (topo.params.get("k", 1) + 1)}.get(topo.kind, 8)
     step_flows = [len(s) for s in steps]
+    ends = step_ends(topo, [len({f.payload for f in s}) for s in steps])
     # fan-in counts the flows into each NIC: auto never reduces it (on is refused by project)
     reduce = reduces(req.reduce, topo, step_flows) and (req.fan_in == 1.0 or req.reduce == "on")
     if reduce:  # SimGrid holds a few classes at a time; the arrays of the reduction hold every flow
@@ -676,7 +716,7 @@ def checked(req: Request, topo: Topology, hosts: list, algo: base.Algorithm, pla
     if reduce:  # routes and the reduction; SimGrid's share is checked on the classes (reduced_run)
         cpu = estimate_seconds(topo, len(pairs), []) + reduced_seconds(sum(step_flows), hops)
     else:
-        cpu = estimate_seconds(topo, len(pairs), step_flows)
+        cpu = estimate_seconds(topo, len(pairs), step_flows, ends)
     if req.max_seconds is not None and cpu > req.max_seconds:
         raise TooLarge(f"{what} would take about {cpu / 3600:.1f} CPU hours to simulate (SimGrid re-solves "
                        f"every coupled flow at each flow's end); limit {req.max_seconds / 60:g} min")
@@ -732,7 +772,7 @@ def _check_growth(req: Request, name: str, raw: dict, topo: Topology, workers: i
     if req.reduce == "on" or (req.reduce == "auto" and not ends_apart(topo)):
         cpu = CPU_PER_ROUTE * flows + reduced_seconds(flows, 6)  # the classes are checked once reduced
     else:
-        cpu = CPU_PER_ROUTE * flows + step_seconds(flows, ends_apart(topo))  # as one step: an upper estimate
+        cpu = CPU_PER_ROUTE * flows + step_seconds(flows, step_ends(topo, [1])[0])  # as one step: an upper estimate
     if req.max_seconds is not None and cpu > req.max_seconds:
         raise TooLarge(f"{what} would take about {cpu / 3600:.1f} CPU hours to simulate; "
                        f"limit {req.max_seconds / 60:g} min")
@@ -822,11 +862,13 @@ def simulate_plan(topo: Topology, hosts: list, algo: base.Algorithm, plan: dict,
 
 def _run_form(fast: Topology, hosts: list, form: SimForm, pairs, background, model: NetworkModel,
               mode: str = "driver", inspect: bool = False, log=None, reduce: bool = False,
-              max_seconds: float | None = None) -> tuple:
+              max_seconds: float | None = None, max_memory: float | None = None, insist: bool = False) -> tuple:
     """Platform (less the background), schedule, simulation: (platform, sched, sim, reduced, route seconds).
     With `reduce`, SimGrid runs one communication per class of interchangeable flows
     (`symmetry.reduce_schedule`; sim["reduction"] says how many), refused (TooLarge) if the
-    classes are still too many for `max_seconds`."""
+    classes are still too many for `max_seconds` or `max_memory`. A reduction that does not pay
+    (its classes would take more memory than there is, or more CPU than every flow) is declined
+    and every flow simulated, unless `insist` (--reduce on): then it is refused."""
     t0 = time.perf_counter()
     platform = simgrid_platform.platform_for(fast, pairs)
     reduced = less_background(platform, fast, background)
@@ -842,10 +884,27 @@ def _run_form(fast: Topology, hosts: list, form: SimForm, pairs, background, mod
     red = symmetry.reduce_schedule(platform, sched)
     info = red.describe()
     info.update(seconds=round(time.perf_counter() - t1, 3), cpu_seconds=round(time.process_time() - c1, 3))
-    cpu = sum(step_seconds(c) for c in info["classes_per_step"])
+    cpu = sum(step_seconds(c, "apart") for c in info["classes_per_step"])
     info["simgrid_cpu_estimate_seconds"] = round(cpu, 3)
     if log:
         log(f"  reduced to {' + '.join(map(str, info['classes_per_step']))} classes of flows in {info['seconds']:.1f} s")
+    need = reduced_memory(info["classes_per_step"])
+    have = max_memory if max_memory is not None else available_memory()
+    full = sum(step_seconds(len(step), e) for step, e in
+               zip(sched, step_ends(fast, [len({b for _, _, b in step}) for step in sched])))
+    if not insist and (need > have or cpu >= full):
+        if log:
+            log(f"  the reduction does not pay ({need / 2**30:.1f} GiB, {cpu:.0f} CPU s for its classes against "
+                f"{full:.0f} s for every flow): simulating every flow")
+        if max_seconds is not None and full > max_seconds:
+            raise TooLarge(f"{sum(info['flows_per_step'])} flows would take about {full / 3600:.1f} CPU hours to "
+                           f"simulate and their {sum(info['classes_per_step'])} classes need "
+                           f"{need / 2**30:.1f} GiB; limit {max_seconds / 60:g} min")
+        return platform, sched, simulate(platform, sched, model, mode, inspect, form.timing()), reduced, t_routes
+    if need > have:
+        raise TooLarge(f"{sum(info['classes_per_step'])} classes of {sum(info['flows_per_step'])} flows need about "
+                       f"{need / 2**30:.1f} GiB to simulate (one full zone of two endpoints per class), "
+                       f"{have / 2**30:.1f} GiB available")
     if max_seconds is not None and cpu > max_seconds:
         raise TooLarge(f"{sum(info['classes_per_step'])} classes of {sum(info['flows_per_step'])} flows would take about "
                        f"{cpu / 3600:.1f} CPU hours to simulate; limit {max_seconds / 60:g} min")
@@ -920,7 +979,8 @@ def project(req: Request | Prepared, topo: Topology | None = None, inspect: bool
     if model.fan_in != 1.0 and p.reduce:
         raise ValueError("--fan-in counts every flow into a NIC: it cannot run on a reduced schedule (--reduce off)")
     platform, sched, sim, reduced, t_routes = _run_form(fast, hosts, form, p.pairs, p.background, model,
-                                                        p.req.mode, inspect, log, p.reduce, p.req.max_seconds)
+                                                        p.req.mode, inspect, log, p.reduce, p.req.max_seconds,
+                                                        p.req.max_memory, p.req.reduce == "on")
     times = _times(sim, form)
     # flows and the simulation cover form.syncs syncs (a replay of measured iterations): bytes
     # compared in total, to the byte, and reported per sync (as the analysis does)
@@ -1015,7 +1075,8 @@ def _prepare_orbits(req: Request, topo: Topology, name: str, raw: dict, workers:
     # no flow listed: steps stays empty, the timing lists have one entry per step of blocks
     sim_form = SimForm([], [0.0] * len(blocks), [req.round_latency * r for r in rounds], before=before, after=after)
     need = estimate_memory(topo, form.info["routes_walked"], 6, sum(form.info["classes_per_step"]))
-    cpu = estimate_seconds(topo, form.info["routes_walked"], form.info["classes_per_step"])
+    cpu = estimate_seconds(topo, form.info["routes_walked"], form.info["classes_per_step"],
+                           ["apart"] * len(form.info["classes_per_step"]))
     have = req.max_memory if req.max_memory is not None else available_memory()
     what = f"{algo.name} on {len(hosts)} hosts of {topo.name} by orbits"
     if need > have:
@@ -1052,7 +1113,7 @@ def _project_orbits(p: Prepared, t0: float, inspect: bool, log=None) -> dict:
     t = times["simulated_seconds"]
     blocks = [b for step in p.blocks for b in step]
     info = dict(of.info)
-    info["simgrid_cpu_estimate_seconds"] = round(sum(step_seconds(c) for c in info["classes_per_step"]), 3)
+    info["simgrid_cpu_estimate_seconds"] = round(sum(step_seconds(c, "apart") for c in info["classes_per_step"]), 3)
     rec = {
         **_identity(p),
         "iters": 1, "warmup": 0, "syncs_counted": 1,

@@ -134,6 +134,7 @@ def test_projection_by_orbits_gives_the_unreduced_answer(k, mb):
     assert by["simulator"]["reduction"]["method"].startswith("orbits")
     assert by["simulator"]["orbits_refused"] is None and off["simulator"]["orbits_refused"] == "--reduce off"
     assert by["simulator"]["reduction"]["classes_per_step"] == [2 * (k // 2) ** 2 - 1] * 2
+    assert by["simulator"]["simulated_messages_per_step"] == [2 * (k // 2) ** 2 - 1] * 2
     assert by["median_sync_seconds"] == pytest.approx(off["median_sync_seconds"], rel=TOL)
     assert by["step_seconds"] == pytest.approx(off["step_seconds"], rel=TOL)
     assert by["payload_equal"] and off["payload_equal"]

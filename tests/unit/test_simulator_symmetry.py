@@ -135,6 +135,9 @@ def test_reduced_simulation_gives_the_unreduced_answer(spec, ecmp, classes):
     off, on = runs["off"], runs["on"]
     assert on["simulator"]["reduction"]["classes_per_step"] == [classes, classes]
     assert off["simulator"]["reduction"] is None
+    # what SimGrid ran per step (the run-time estimate's input): the classes, or every message
+    assert on["simulator"]["simulated_messages_per_step"] == [classes, classes]
+    assert sum(off["simulator"]["simulated_messages_per_step"]) == off["simulator"]["messages"]
     assert on["median_sync_seconds"] == pytest.approx(off["median_sync_seconds"], rel=TOL)
     assert on["step_seconds"] == pytest.approx(off["step_seconds"], rel=TOL)
     assert on["payload_equal"] and off["payload_equal"]
