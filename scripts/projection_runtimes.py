@@ -94,6 +94,7 @@ def point(spec: str, extra: list, topo: str, workers, kill: float) -> dict:
                 "reduced_classes_per_step": red.get("classes_per_step"),
                 "route_seconds": s.get("route_seconds"), "simgrid_cpu_seconds": s.get("simgrid_cpu_seconds"),
                 "projection_wall_seconds": s.get("wall_seconds"), "cpu_estimate_seconds": s.get("cpu_estimate_seconds"),
+                "step_estimate_seconds": s.get("step_estimate_seconds"),
                 "memory_estimate_bytes": s.get("memory_estimate_bytes"),
                 "child_maxrss_bytes": s.get("child_maxrss_bytes"), "parent_maxrss_bytes": s.get("parent_maxrss_bytes")}
 

@@ -529,6 +529,7 @@ def _run_in_engine(platform, sched, model: NetworkModel, mode: str, inspect: boo
             link_bytes[link.name] = link_bytes.get(link.name, 0) + b
     out = {"step_seconds": [b - a for a, b in zip([0.0] + step_end[:-1], step_end)],
            "messages_per_step": [len(step) for step in sched],
+           "sizes_per_step": [len({size for _, _, size in step}) for step in sched],
            "sync_seconds": step_end[-1] if step_end else 0.0,
            "link_bytes": link_bytes, "sent": sent,
            "wall": {"platform_seconds": t_platform, "run_seconds": t_run,
@@ -925,6 +926,14 @@ def _identity(p) -> dict:
             "link_mbps": link_mbps[0] if len(link_mbps) == 1 else link_mbps, "ecmp": fast.params.get("ecmp")}
 
 
+def _step_estimate(sim: dict, topo: Topology, reduced: bool) -> float:
+    """What the run-time estimate charges for the steps SimGrid ran (the classes of a reduction
+    or of orbits end apart; else `step_ends`)."""
+    counts, sizes = sim.get("messages_per_step") or [], sim.get("sizes_per_step") or []
+    ends = ["apart"] * len(counts) if reduced else step_ends(topo, sizes)
+    return sum(step_seconds(n, e) for n, e in zip(counts, ends))
+
+
 def _simulator_record(sim: dict, model: NetworkModel, p, counts: dict, messages: int, steps: int,
                       route_seconds: float, t0: float, reduction) -> dict:
     """summary.json's `simulator` record of one projection: model, sizes, wall and CPU times,
@@ -939,6 +948,7 @@ def _simulator_record(sim: dict, model: NetworkModel, p, counts: dict, messages:
             "wall_seconds": round(time.perf_counter() - t0, 3),
             # what SimGrid ran (the classes where reduced): the run-time estimate's inputs
             "simulated_messages_per_step": sim.get("messages_per_step"),
+            "step_estimate_seconds": round(_step_estimate(sim, p.topo, reduction is not None), 3),
             "cpu_estimate_seconds": round(p.cpu_seconds, 3),
             "memory_estimate_bytes": int(p.memory_bytes),
             "child_maxrss_bytes": sim["child_maxrss_bytes"],

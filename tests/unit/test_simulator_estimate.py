@@ -78,3 +78,11 @@ def test_a_reduction_that_does_not_pay_is_declined_or_refused_when_insisted_on()
         core._run_form(*args, reduce=True, max_memory=1.0, insist=True)
     # insisted on with room: it runs reduced
     assert core._run_form(*args, reduce=True, insist=True)[2]["reduction"]["classes_per_step"] == [240, 240]
+
+
+@needs_simgrid
+def test_the_record_keeps_what_the_estimate_charged_for_the_steps_simgrid_ran():
+    rec = core.project(core.Request("fattree,k=4", "ps", ecmp="hash", bw=1000, mb=1, max_seconds=None))
+    s = rec["simulator"]
+    assert s["simulated_messages_per_step"] == [240, 240]
+    assert s["step_estimate_seconds"] == pytest.approx(2 * core.step_seconds(240, "hash"), abs=1e-3)

@@ -26,10 +26,11 @@ from emulation.report.doctables.mgwfbp import (
     MGWFBP_ALL, MGWFBP_MATRIX, MGWFBP_SETTINGS, MGWFBP_WFBP_DILATED, _sources, mgwfbp_matrix, mgwfbp_settings,
     mgwfbp_slower, mgwfbp_wfbp_dilated)
 from emulation.report.doctables.projection import (
-    ADDITIVITY, BML_SCALE, FAN_IN_OPTIONS, FAN_IN_SOURCES, PROJECTION_SOURCES, RUNTIMES, SWEEP,
+    ADDITIVITY, BML_SCALE, FAN_IN_OPTIONS, FAN_IN_SOURCES, PROJECTION_SOURCES, RUNTIMES, RUNTIMES_ALL, STEP_COST, SWEEP,
     projection_bml_scale, projection_compute, projection_fan_in, projection_fan_in_options,
-    projection_compute_fit, projection_families, projection_latency_fit, projection_runtimes, projection_sweep,
-    projection_validation)
+    projection_compute_fit, projection_families, projection_latency_fit, projection_runtimes, projection_runtimes_all,
+    projection_sweep,
+    projection_validation, simgrid_step_cost)
 from emulation.report.doctables.papers_scale import (
     FOREST_SCALE, GTOPK_SCALE, MGWFBP_SCALE, projection_forest_scale, projection_gtopk_scale, projection_mgwfbp_scale)
 from emulation.report.doctables.results import (
@@ -77,6 +78,8 @@ TABLES = {t.id: t for t in [
     Table("projection-sweep", SWEEP, projection_sweep),
     Table("projection-bml-scale", BML_SCALE, projection_bml_scale),
     Table("projection-runtimes", RUNTIMES, projection_runtimes),
+    Table("projection-runtimes-all", (RUNTIMES_ALL,), projection_runtimes_all),
+    Table("simgrid-step-cost", (STEP_COST,), simgrid_step_cost),
     Table("projection-mgwfbp-scale", MGWFBP_SCALE, projection_mgwfbp_scale),
     Table("projection-gtopk-scale", GTOPK_SCALE, projection_gtopk_scale),
     Table("projection-forest-scale", FOREST_SCALE, projection_forest_scale),

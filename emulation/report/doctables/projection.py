@@ -529,3 +529,80 @@ def projection_fan_in_options(data: dict) -> list[str]:
         cells.append(row)
     return table(["algorithm", "faithful runs", *(f"sim/meas, {n}" for n in names)], cells) + [
         "", f"In brackets: each run's simulated time under the option over {ref}. `{opt['command']}`."]
+
+
+# ---- every algorithm's projection run time against P (scripts/projection_runtimes.py) ----
+RUNTIMES_ALL = "projection-runtimes-all/result.json"
+
+
+def _outcome(p: dict) -> str:
+    """What happened to a point past the last one within the limit."""
+    if p["status"] == "ok":
+        return f"{fmt(p['command_wall_seconds'], '.0f')} s"
+    if p["status"] == "killed":
+        return f"killed at {fmt(p['command_wall_seconds'], '.0f')} s"
+    msg = p.get("message") or ""
+    why = "time estimate" if "CPU hours" in msg else "memory estimate" if "GiB" in msg else msg
+    return f"{p['status']} ({why})"
+
+
+def projection_runtimes_all(data: dict) -> list[str]:
+    """Per algorithm: the largest P whose whole `syncbed project` command stayed within the
+    limit, what it cost, and what the sizes tried past the limit did; under it, SimGrid's CPU against the
+    run-time estimate's step terms for every point that took a second or more."""
+    d = data[RUNTIMES_ALL]
+    limit = d["limit_seconds"]
+    rows, checks, reach = [], [], []
+    for spec, pts in d["algorithms"].items():
+        ok = [p for p in pts if p["status"] == "ok" and p["command_wall_seconds"] <= limit]
+        best = max(ok, key=lambda p: p["workers"]) if ok else None
+        over = [f"{p['topology']}, P = {p.get('workers') or '?'}: {_outcome(p)}" for p in pts if p not in ok]
+        steps = best and (f"{best['messages']:,}" + (f" ({best['steps']} steps)" if best["steps"] > 2 else ""))
+        rows.append([spec, best["topology"] if best else NA, str(best["workers"]) if best else "none",
+                     fmt(best and best["command_wall_seconds"], ".1f"), fmt(best and best["route_seconds"], ".2g"),
+                     fmt(best and best["simgrid_cpu_seconds"], ".2g"), steps or NA,
+                     " + ".join(map(str, best.get("reduced_classes_per_step") or [])) if best and best.get(
+                         "reduced_classes_per_step") else "-",
+                     fmt(best and (best.get("peak_bytes") or 0) / MB, ".0f"),
+                     "; ".join(over) or "none (the largest size tried)"])
+        reach.append(best["workers"] if best else 0)
+        for p in pts:
+            cpu = num(p.get("simgrid_cpu_seconds"))
+            if p["status"] == "ok" and cpu is not None and cpu >= 1.0:
+                est = num(p.get("step_estimate_seconds"))
+                per = p.get("simulated_messages_per_step") or [0]
+                checks.append([spec, p["topology"], str(p["workers"]), str(len(per)), f"{max(per):,}", fmt(cpu, ".3g"),
+                               fmt(est, ".3g"), fmt(est / cpu if cpu and est is not None else None, ".2f")])
+    top = max(reach, default=0)
+    return table(["algorithm", "largest within the limit", "P", "command wall s", "routes s", "SimGrid CPU s",
+                  "messages", "reduced to", "command peak MB", "sizes past the limit"], rows) + [
+        "", f"Limit: {limit:g} s of wall per whole command (process start, the registry's torch import, "
+            f"planning, routes and SimGrid); {sum(1 for r in reach if r == top)} of {len(reach)} algorithms "
+            f"reach P = {top} within it. Measured {d['started']} to {d.get('finished', '(unfinished)')} on "
+            f"{d['cores']} cores.",
+        "", "SimGrid's CPU against the run-time estimate's step terms (`step_seconds` over the messages "
+            "SimGrid ran per step, each step ending as `step_ends` says), every point that took a second or "
+            "more:", ""] + table(
+        ["algorithm", "topology", "P", "steps", "largest step (messages)", "SimGrid CPU s", "estimated s",
+         "estimated / CPU"], checks)
+
+
+STEP_COST = "simgrid-step-cost/result.json"
+
+
+def simgrid_step_cost(data: dict) -> list[str]:
+    """SimGrid's CPU for one step of F flows in each regime (scripts/simgrid_step_cost.py), the
+    fitted F^2 coefficient, and what the estimate (`step_seconds`) charges such a step."""
+    from emulation.simulator import core
+
+    d = data[STEP_COST]
+    regimes = list(d["fits"])
+    flows = sorted({p["flows"] for p in d["points"]})
+    cpu = {(p["regime"], p["flows"]): p["cpu_seconds"] for p in d["points"]}
+    rows = [[str(f)] + [fmt(cpu.get((r, f)), ".3g") for r in regimes]
+            + [fmt(core.step_seconds(f, "together"), ".3g"), fmt(core.step_seconds(f, "apart"), ".3g")]
+            for f in flows]
+    rows.append(["fitted b (s per flow pair)"] + [fmt(d["fits"][r]["per_flow_pair"], ".2g") for r in regimes]
+                + [fmt(core.CPU_PER_FLOW_PAIR, ".2g"), fmt(core.CPU_PER_FLOW_PAIR_APART, ".2g")])
+    return table(["flows in the step"] + [f"{r} CPU s" for r in regimes]
+                 + ["estimate, together s", "estimate, apart s"], rows)
