@@ -251,9 +251,9 @@ MEM_PER_CELL = 8.0
 # under hash ECMP on a Fat-Tree (collisions give flows different bottlenecks: k=8 16.5 s against
 # 6.0 s with two-level routing), the F^2 term is ~4e-8. A route costs 40 us, a switch's ECMP
 # table 12 us per NIC.
-# Where a step's flows carry many sizes (a pipelined schedule's chunks of unequal trees, the
-# classes of a reduced schedule) every flow ends at a moment of its own and SimGrid re-solves the
-# rest at each: one step of F flows of sizes all different on a Fat-Tree k=8 (two-level) took
+# Where a step's flows end apart by their sizes (`step_ends`: the classes of a reduced schedule,
+# a pipelined forest's chunks on links of unequal rates) every flow ends at a moment of its own
+# and SimGrid re-solves the rest at each: one step of F flows of sizes all different on a Fat-Tree k=8 (two-level) took
 # 0.13 s at F = 500 to 10.2 s at F = 6000, 2.7e-7 s x F^2 within 12% (relative least squares with
 # the 1e-4 s per flow above; scripts/simgrid_step_cost.py -> docs/results/simgrid-step-cost/,
 # regime "unequal"); at F = 8000 it took 46 s, 2.5x that: beyond ~6000 such flows in one step the
@@ -281,12 +281,17 @@ def ends_apart(topo: Topology) -> bool:
     return topo.kind == "fattree" and topo.params.get("ecmp", "hash") == "hash"
 
 
-def step_ends(topo: Topology, sizes_per_step: list) -> list:
-    """How each step's flows end, which sets its F^2 term (`STEP_ENDS`): "apart" where a step
-    carries more than SIZES_TOGETHER payload sizes, else "hash" under hash ECMP on a Fat-Tree,
-    else "together". `sizes_per_step`: the distinct payload sizes of each step."""
+def step_ends(topo: Topology, sizes_per_step: list, flows_per_step: list) -> list:
+    """How each step's flows end, which sets its F^2 term (`STEP_ENDS`): "apart" where most of a
+    step's flows carry a size of their own, or where it carries more than SIZES_TOGETHER sizes
+    on links of unequal rates (a pipelined forest's chunks on an oversubscribed Fat-Tree); else
+    "hash" under hash ECMP on a Fat-Tree, else "together" (a few sizes on equal links end at a
+    few moments: BML's remainders cost nothing measurable). `sizes_per_step`: the distinct
+    payload sizes of each step; `flows_per_step`: its flows."""
     default = "hash" if ends_apart(topo) else "together"
-    return ["apart" if n > SIZES_TOGETHER else default for n in sizes_per_step]
+    mixed = len({link.bw for link in topo.links}) > 1
+    return ["apart" if 2 * n > f or (mixed and n > SIZES_TOGETHER) else default
+            for n, f in zip(sizes_per_step, flows_per_step)]
 
 
 def step_seconds(flows: float, ends: str = "together") -> float:
@@ -383,7 +388,7 @@ def estimate_seconds(topo: Topology, pairs: int, step_flows: list, ends: list | 
     """CPU seconds a projection may take: routes, switch tables and every step (`step_seconds`,
     each step's flows ending as `ends` says; default: together, or under hash ECMP on a Fat-Tree
     with its larger F^2 term, an upper estimate there)."""
-    ends = ends or step_ends(topo, [1] * len(step_flows))
+    ends = ends or step_ends(topo, [1] * len(step_flows), step_flows)
     return (CPU_PER_ROUTE * pairs + CPU_PER_TABLE_ENTRY * len(topo.switches()) * _nics(topo)
             + sum(step_seconds(f, e) for f, e in zip(step_flows, ends)))
 
@@ -702,7 +707,7 @@ def checked(req: Request, topo: Topology, hosts: list, algo: base.Algorithm, pla
     pairs = pairs_of(steps, hosts)
     hops = {"fattree": 6, "bcube": 2 * (topo.params.get("k", 1) + 1)}.get(topo.kind, 8)
     step_flows = [len(s) for s in steps]
-    ends = step_ends(topo, [len({f.payload for f in s}) for s in steps])
+    ends = step_ends(topo, [len({f.payload for f in s}) for s in steps], step_flows)
     # fan-in counts the flows into each NIC: auto never reduces it (on is refused by project)
     reduce = reduces(req.reduce, topo, step_flows) and (req.fan_in == 1.0 or req.reduce == "on")
     if reduce:  # SimGrid holds a few classes at a time; the arrays of the reduction hold every flow
@@ -773,7 +778,7 @@ def _check_growth(req: Request, name: str, raw: dict, topo: Topology, workers: i
     if req.reduce == "on" or (req.reduce == "auto" and not ends_apart(topo)):
         cpu = CPU_PER_ROUTE * flows + reduced_seconds(flows, 6)  # the classes are checked once reduced
     else:
-        cpu = CPU_PER_ROUTE * flows + step_seconds(flows, step_ends(topo, [1])[0])  # as one step: an upper estimate
+        cpu = CPU_PER_ROUTE * flows + step_seconds(flows, step_ends(topo, [1], [flows])[0])  # as one step: an upper estimate
     if req.max_seconds is not None and cpu > req.max_seconds:
         raise TooLarge(f"{what} would take about {cpu / 3600:.1f} CPU hours to simulate; "
                        f"limit {req.max_seconds / 60:g} min")
@@ -892,7 +897,7 @@ def _run_form(fast: Topology, hosts: list, form: SimForm, pairs, background, mod
     need = reduced_memory(info["classes_per_step"])
     have = max_memory if max_memory is not None else available_memory()
     full = sum(step_seconds(len(step), e) for step, e in
-               zip(sched, step_ends(fast, [len({b for _, _, b in step}) for step in sched])))
+               zip(sched, step_ends(fast, [len({b for _, _, b in step}) for step in sched], [len(x) for x in sched])))
     if not insist and (need > have or cpu >= full):
         if log:
             log(f"  the reduction does not pay ({need / 2**30:.1f} GiB, {cpu:.0f} CPU s for its classes against "
@@ -930,7 +935,7 @@ def _step_estimate(sim: dict, topo: Topology, reduced: bool) -> float:
     """What the run-time estimate charges for the steps SimGrid ran (the classes of a reduction
     or of orbits end apart; else `step_ends`)."""
     counts, sizes = sim.get("messages_per_step") or [], sim.get("sizes_per_step") or []
-    ends = ["apart"] * len(counts) if reduced else step_ends(topo, sizes)
+    ends = ["apart"] * len(counts) if reduced else step_ends(topo, sizes, counts)
     return sum(step_seconds(n, e) for n, e in zip(counts, ends))
 
 
@@ -948,6 +953,7 @@ def _simulator_record(sim: dict, model: NetworkModel, p, counts: dict, messages:
             "wall_seconds": round(time.perf_counter() - t0, 3),
             # what SimGrid ran (the classes where reduced): the run-time estimate's inputs
             "simulated_messages_per_step": sim.get("messages_per_step"),
+            "simulated_sizes_per_step": sim.get("sizes_per_step"),
             "step_estimate_seconds": round(_step_estimate(sim, p.topo, reduction is not None), 3),
             "cpu_estimate_seconds": round(p.cpu_seconds, 3),
             "memory_estimate_bytes": int(p.memory_bytes),

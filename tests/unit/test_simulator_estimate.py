@@ -24,10 +24,19 @@ def topo(spec="fattree,k=4", ecmp="two-level"):
     return build(spec, bw=1000, ecmp=ecmp)
 
 
-def test_a_step_of_many_sizes_ends_apart_whatever_the_routing():
+def test_a_step_whose_flows_mostly_carry_sizes_of_their_own_ends_apart_whatever_the_routing():
     two, hashed = topo(), topo(ecmp="hash")
-    assert core.step_ends(two, [1, 2, 3, 40]) == ["together", "together", "apart", "apart"]
-    assert core.step_ends(hashed, [1, 2, 3]) == ["hash", "hash", "apart"]
+    # a few sizes among many flows (BML's remainders, a forest's trees on equal links): together
+    assert core.step_ends(two, [1, 2, 4, 27, 600], [100, 100, 576, 752, 1000]) == [
+        "together", "together", "together", "together", "apart"]
+    assert core.step_ends(hashed, [1, 4, 60], [100, 576, 100]) == ["hash", "hash", "apart"]
+
+
+def test_a_few_sizes_end_apart_on_links_of_unequal_rates():
+    from topologies.spec import build
+
+    mixed = build("fattree,k=4", bw=1000, link_bw={"agg-core": 250}, ecmp="two-level")
+    assert core.step_ends(mixed, [1, 2, 3], [100, 100, 100]) == ["together", "together", "apart"]
 
 
 def test_step_seconds_orders_the_three_ways_of_ending():
@@ -84,5 +93,5 @@ def test_a_reduction_that_does_not_pay_is_declined_or_refused_when_insisted_on()
 def test_the_record_keeps_what_the_estimate_charged_for_the_steps_simgrid_ran():
     rec = core.project(core.Request("fattree,k=4", "ps", ecmp="hash", bw=1000, mb=1, max_seconds=None))
     s = rec["simulator"]
-    assert s["simulated_messages_per_step"] == [240, 240]
+    assert s["simulated_messages_per_step"] == [240, 240] and len(s["simulated_sizes_per_step"]) == 2
     assert s["step_estimate_seconds"] == pytest.approx(2 * core.step_seconds(240, "hash"), abs=1e-3)
