@@ -535,6 +535,14 @@ def projection_fan_in_options(data: dict) -> list[str]:
 RUNTIMES_ALL = "projection-runtimes-all/result.json"
 
 
+def _workers(p: dict) -> int:
+    """A point's P: as recorded, else every host of its topology (a killed or refused command)."""
+    if p.get("workers"):
+        return p["workers"]
+    kv = dict(x.split("=") for x in p["topology"].split(",")[1:])
+    return int(kv["k"]) ** 3 // 4 if p["topology"].startswith("fattree") else int(kv["n"]) ** (int(kv["k"]) + 1)
+
+
 def _outcome(p: dict) -> str:
     """What happened to a point past the last one within the limit."""
     if p["status"] == "ok":
@@ -552,11 +560,11 @@ def projection_runtimes_all(data: dict) -> list[str]:
     run-time estimate's step terms for every point that took a second or more."""
     d = data[RUNTIMES_ALL]
     limit = d["limit_seconds"]
-    rows, checks, reach = [], [], []
+    rows, checks, reach, ratios = [], [], [], []
     for spec, pts in d["algorithms"].items():
         ok = [p for p in pts if p["status"] == "ok" and p["command_wall_seconds"] <= limit]
         best = max(ok, key=lambda p: p["workers"]) if ok else None
-        over = [f"{p['topology']}, P = {p.get('workers') or '?'}: {_outcome(p)}" for p in pts if p not in ok]
+        over = [f"{p['topology']}, P = {_workers(p)}: {_outcome(p)}" for p in pts if p not in ok]
         steps = best and (f"{best['messages']:,}" + (f" ({best['steps']} steps)" if best["steps"] > 2 else ""))
         rows.append([spec, best["topology"] if best else NA, str(best["workers"]) if best else "none",
                      fmt(best and best["command_wall_seconds"], ".1f"), fmt(best and best["route_seconds"], ".2g"),
@@ -573,6 +581,8 @@ def projection_runtimes_all(data: dict) -> list[str]:
                 per = p.get("simulated_messages_per_step") or [0]
                 checks.append([spec, p["topology"], str(p["workers"]), str(len(per)), f"{max(per):,}", fmt(cpu, ".3g"),
                                fmt(est, ".3g"), fmt(est / cpu if cpu and est is not None else None, ".2f")])
+                if est is not None:
+                    ratios.append((est / cpu, f"{spec} {p['topology']}"))
     top = max(reach, default=0)
     return table(["algorithm", "largest within the limit", "P", "command wall s", "routes s", "SimGrid CPU s",
                   "messages", "reduced to", "command peak MB", "sizes past the limit"], rows) + [
@@ -584,7 +594,9 @@ def projection_runtimes_all(data: dict) -> list[str]:
             "SimGrid ran per step, each step ending as `step_ends` says), every point that took a second or "
             "more:", ""] + table(
         ["algorithm", "topology", "P", "steps", "largest step (messages)", "SimGrid CPU s", "estimated s",
-         "estimated / CPU"], checks)
+         "estimated / CPU"], checks) + ([
+        "", f"Estimated / CPU: {span([r for r, _ in ratios], '.2f')}; below 1 (the estimate low): "
+            + ("; ".join(f"{w} ({r:.2f})" for r, w in ratios if r < 1) or "none") + "."] if ratios else [])
 
 
 STEP_COST = "simgrid-step-cost/result.json"
