@@ -2,8 +2,9 @@
 (issue #23's benchmark: "to the largest P it reaches in 60 s").
 
 For each algorithm, project growing topologies (Fat-Trees k = 4 to 24; BML on BCube(n,3)), one
-whole command per point, until a command takes more than --limit seconds of wall, is refused
-(by the memory, CPU or growth estimates), or is killed at --kill seconds. Each point keeps the
+whole command per point, until a command takes more than twice --limit seconds of wall, is
+refused (by the memory, CPU or growth estimates), or is killed at --kill seconds; the largest P
+within --limit is the result. Each point keeps the
 command's wall and peak resident size, and from its summary.json the simulator record: SimGrid's
 CPU seconds, the run-time estimate it was checked against (`estimate_seconds`), the messages
 SimGrid ran per step (the estimate's input), routes and planning time. The per-point projection
@@ -102,7 +103,7 @@ def point(spec: str, extra: list, topo: str, workers, kill: float) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True, help="folder for result.json")
-    ap.add_argument("--limit", type=float, default=60.0, help="stop an algorithm past this command wall (s)")
+    ap.add_argument("--limit", type=float, default=60.0, help="the command wall (s) a size must stay within; past twice it an algorithm stops")
     ap.add_argument("--kill", type=float, default=150.0, help="kill a command past this wall (s)")
     ap.add_argument("--algo", action="append", help="only this spec or algorithm name (repeatable)")
     args = ap.parse_args()

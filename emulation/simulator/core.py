@@ -281,6 +281,11 @@ def ends_apart(topo: Topology) -> bool:
     return topo.kind == "fattree" and topo.params.get("ecmp", "hash") == "hash"
 
 
+def routing_ends(topo: Topology) -> str:
+    """How a step of equal flows ends on `topo`: "hash" under hash ECMP on a Fat-Tree, else "together"."""
+    return "hash" if ends_apart(topo) else "together"
+
+
 def step_ends(topo: Topology, sizes_per_step: list, flows_per_step: list) -> list:
     """How each step's flows end, which sets its F^2 term (`STEP_ENDS`): "apart" where most of a
     step's flows carry a size of their own, or where it carries more than SIZES_TOGETHER sizes
@@ -288,7 +293,7 @@ def step_ends(topo: Topology, sizes_per_step: list, flows_per_step: list) -> lis
     "hash" under hash ECMP on a Fat-Tree, else "together" (a few sizes on equal links end at a
     few moments: BML's remainders cost nothing measurable). `sizes_per_step`: the distinct
     payload sizes of each step; `flows_per_step`: its flows."""
-    default = "hash" if ends_apart(topo) else "together"
+    default = routing_ends(topo)
     mixed = len({link.bw for link in topo.links}) > 1
     return ["apart" if 2 * n > f or (mixed and n > SIZES_TOGETHER) else default
             for n, f in zip(sizes_per_step, flows_per_step)]
@@ -297,6 +302,13 @@ def step_ends(topo: Topology, sizes_per_step: list, flows_per_step: list) -> lis
 def step_seconds(flows: float, ends: str = "together") -> float:
     """CPU seconds to simulate one step of `flows` concurrent flows that end `ends` (the fits above)."""
     return CPU_PER_FLOW * flows + STEP_ENDS[ends] * flows * flows
+
+
+def steps_seconds(topo: Topology, flows_per_step: list, sizes_per_step: list | None = None) -> float:
+    """CPU seconds to simulate steps of these many flows carrying these many distinct sizes
+    (`step_ends`); sizes None: the classes of a reduction or of orbits, which end apart."""
+    ends = ["apart"] * len(flows_per_step) if sizes_per_step is None else step_ends(topo, sizes_per_step, flows_per_step)
+    return sum(step_seconds(f, e) for f, e in zip(flows_per_step, ends))
 
 
 CPU_PER_ROUTE = 40e-6
@@ -388,7 +400,7 @@ def estimate_seconds(topo: Topology, pairs: int, step_flows: list, ends: list | 
     """CPU seconds a projection may take: routes, switch tables and every step (`step_seconds`,
     each step's flows ending as `ends` says; default: together, or under hash ECMP on a Fat-Tree
     with its larger F^2 term, an upper estimate there)."""
-    ends = ends or step_ends(topo, [1] * len(step_flows), step_flows)
+    ends = ends or [routing_ends(topo)] * len(step_flows)
     return (CPU_PER_ROUTE * pairs + CPU_PER_TABLE_ENTRY * len(topo.switches()) * _nics(topo)
             + sum(step_seconds(f, e) for f, e in zip(step_flows, ends)))
 
@@ -778,7 +790,7 @@ def _check_growth(req: Request, name: str, raw: dict, topo: Topology, workers: i
     if req.reduce == "on" or (req.reduce == "auto" and not ends_apart(topo)):
         cpu = CPU_PER_ROUTE * flows + reduced_seconds(flows, 6)  # the classes are checked once reduced
     else:
-        cpu = CPU_PER_ROUTE * flows + step_seconds(flows, step_ends(topo, [1], [flows])[0])  # as one step: an upper estimate
+        cpu = CPU_PER_ROUTE * flows + step_seconds(flows, routing_ends(topo))  # as one step: an upper estimate
     if req.max_seconds is not None and cpu > req.max_seconds:
         raise TooLarge(f"{what} would take about {cpu / 3600:.1f} CPU hours to simulate; "
                        f"limit {req.max_seconds / 60:g} min")
@@ -890,14 +902,13 @@ def _run_form(fast: Topology, hosts: list, form: SimForm, pairs, background, mod
     red = symmetry.reduce_schedule(platform, sched)
     info = red.describe()
     info.update(seconds=round(time.perf_counter() - t1, 3), cpu_seconds=round(time.process_time() - c1, 3))
-    cpu = sum(step_seconds(c, "apart") for c in info["classes_per_step"])
+    cpu = steps_seconds(fast, info["classes_per_step"])
     info["simgrid_cpu_estimate_seconds"] = round(cpu, 3)
     if log:
         log(f"  reduced to {' + '.join(map(str, info['classes_per_step']))} classes of flows in {info['seconds']:.1f} s")
     need = reduced_memory(info["classes_per_step"])
     have = max_memory if max_memory is not None else available_memory()
-    full = sum(step_seconds(len(step), e) for step, e in
-               zip(sched, step_ends(fast, [len({b for _, _, b in step}) for step in sched], [len(x) for x in sched])))
+    full = steps_seconds(fast, [len(step) for step in sched], [len({b for _, _, b in step}) for step in sched])
     if not insist and (need > have or cpu >= full):
         if log:
             log(f"  the reduction does not pay ({need / 2**30:.1f} GiB, {cpu:.0f} CPU s for its classes against "
@@ -931,14 +942,6 @@ def _identity(p) -> dict:
             "link_mbps": link_mbps[0] if len(link_mbps) == 1 else link_mbps, "ecmp": fast.params.get("ecmp")}
 
 
-def _step_estimate(sim: dict, topo: Topology, reduced: bool) -> float:
-    """What the run-time estimate charges for the steps SimGrid ran (the classes of a reduction
-    or of orbits end apart; else `step_ends`)."""
-    counts, sizes = sim.get("messages_per_step") or [], sim.get("sizes_per_step") or []
-    ends = ["apart"] * len(counts) if reduced else step_ends(topo, sizes, counts)
-    return sum(step_seconds(n, e) for n, e in zip(counts, ends))
-
-
 def _simulator_record(sim: dict, model: NetworkModel, p, counts: dict, messages: int, steps: int,
                       route_seconds: float, t0: float, reduction) -> dict:
     """summary.json's `simulator` record of one projection: model, sizes, wall and CPU times,
@@ -954,7 +957,9 @@ def _simulator_record(sim: dict, model: NetworkModel, p, counts: dict, messages:
             # what SimGrid ran (the classes where reduced): the run-time estimate's inputs
             "simulated_messages_per_step": sim.get("messages_per_step"),
             "simulated_sizes_per_step": sim.get("sizes_per_step"),
-            "step_estimate_seconds": round(_step_estimate(sim, p.topo, reduction is not None), 3),
+            # what the run-time estimate charged for them (classes of a reduction end apart)
+            "step_estimate_seconds": round(steps_seconds(p.topo, sim.get("messages_per_step") or [],
+                                                         None if reduction is not None else sim.get("sizes_per_step")), 3),
             "cpu_estimate_seconds": round(p.cpu_seconds, 3),
             "memory_estimate_bytes": int(p.memory_bytes),
             "child_maxrss_bytes": sim["child_maxrss_bytes"],
@@ -1129,7 +1134,7 @@ def _project_orbits(p: Prepared, t0: float, inspect: bool, log=None) -> dict:
     t = times["simulated_seconds"]
     blocks = [b for step in p.blocks for b in step]
     info = dict(of.info)
-    info["simgrid_cpu_estimate_seconds"] = round(sum(step_seconds(c, "apart") for c in info["classes_per_step"]), 3)
+    info["simgrid_cpu_estimate_seconds"] = round(steps_seconds(p.topo, info["classes_per_step"]), 3)
     rec = {
         **_identity(p),
         "iters": 1, "warmup": 0, "syncs_counted": 1,
