@@ -405,6 +405,11 @@ def estimate_seconds(topo: Topology, pairs: int, step_flows: list, ends: list | 
             + sum(step_seconds(f, e) for f, e in zip(step_flows, ends)))
 
 
+def route_hops(topo: Topology) -> int:
+    """Links of a longest route, the memory estimate's routes' length."""
+    return {"fattree": 6, "bcube": 2 * (topo.params.get("k", 1) + 1)}.get(topo.kind, 8)
+
+
 def reduced_memory(classes_per_step: list) -> float:
     """Bytes SimGrid needs for a reduced schedule: two endpoints per class in one full zone (its
     N^2 route table: PS on Fat-Tree k=12, 11,808 classes, peaked at 5.1 GB), a route and a
@@ -717,7 +722,7 @@ def checked(req: Request, topo: Topology, hosts: list, algo: base.Algorithm, pla
     form = simulated_form(algo, plan, req.round_latency, costs, logged, req.warmup)
     steps = form.steps
     pairs = pairs_of(steps, hosts)
-    hops = {"fattree": 6, "bcube": 2 * (topo.params.get("k", 1) + 1)}.get(topo.kind, 8)
+    hops = route_hops(topo)
     step_flows = [len(s) for s in steps]
     ends = step_ends(topo, [len({f.payload for f in s}) for s in steps], step_flows)
     # fan-in counts the flows into each NIC: auto never reduces it (on is refused by project)
@@ -917,6 +922,12 @@ def _run_form(fast: Topology, hosts: list, form: SimForm, pairs, background, mod
             raise TooLarge(f"{sum(info['flows_per_step'])} flows would take about {full / 3600:.1f} CPU hours to "
                            f"simulate and their {sum(info['classes_per_step'])} classes need "
                            f"{need / 2**30:.1f} GiB; limit {max_seconds / 60:g} min")
+        # the memory checked before was the reduction's: every flow needs its communications too
+        every = estimate_memory(fast, len(pairs), route_hops(fast), max(info["flows_per_step"], default=0))
+        if every > have:
+            raise TooLarge(f"{sum(info['flows_per_step'])} flows need about {every / 2**30:.1f} GiB to simulate "
+                           f"and their {sum(info['classes_per_step'])} classes {need / 2**30:.1f} GiB, "
+                           f"{have / 2**30:.1f} GiB available")
         return platform, sched, simulate(platform, sched, model, mode, inspect, form.timing()), reduced, t_routes
     if need > have:
         raise TooLarge(f"{sum(info['classes_per_step'])} classes of {sum(info['flows_per_step'])} flows need about "

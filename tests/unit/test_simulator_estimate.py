@@ -85,6 +85,9 @@ def test_a_reduction_that_does_not_pay_is_declined_or_refused_when_insisted_on()
     assert declined["messages_per_step"] == plain["messages_per_step"] == [240, 240]
     with pytest.raises(core.TooLarge, match=r"classes of \d+ flows need about .* GiB to simulate"):
         core._run_form(*args, reduce=True, max_memory=1.0, insist=True)
+    # declined for memory, every flow is checked against the memory too: refused in one line
+    with pytest.raises(core.TooLarge, match=r"480 flows need about .* GiB to simulate and their 480 classes"):
+        core._run_form(*args, reduce=True, max_memory=1.0)
     # insisted on with room: it runs reduced
     assert core._run_form(*args, reduce=True, insist=True)[2]["reduction"]["classes_per_step"] == [240, 240]
 
