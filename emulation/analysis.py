@@ -57,6 +57,11 @@ MAX_OVS_WAIT = 0.15  # ovs-vswitchd runnable but without a CPU, fraction of wall
 MAX_WORKER_WAIT = 0.50  # the same, mean per worker (summed over its threads)
 MAX_OVS_CORES = 0.85  # ovs-vswitchd's mean CPU above which the links must show it kept up
 BULK_FRAME_BYTES = 4000  # payload per data frame from which a larger MTU would relieve the switch
+# ovs-vswitchd's runnable share (on a CPU + waiting for one) under which a run whose switch
+# waited is proposed switch_priority: realtime: the switch wanted well under a core, so served
+# first it keeps up (gTop-k and Top-k at P = 32: 0.40-0.50, faithful under SCHED_RR); the
+# forest's switch was runnable 0.91-0.97 and under SCHED_RR ran at a core (docs/FIDELITY.md #21)
+PRIORITY_OVS_RUNNABLE = 0.7
 MIN_BUSY_RATE = 0.85  # ... the busiest link's mean rate while busy, fraction of its configured rate
 MAX_PEAK_RATIO = 1.05  # the busiest link's busiest bin over its rate, beyond what shaping allows (`peak_limit`)
 HTB_BURST_BYTES = 15000  # Mininet's TCIntf shapes with `htb rate R burst 15k`
@@ -264,7 +269,7 @@ def worst_cpu(cpus: list[dict]) -> dict:
 def fidelity(calibration: dict | None, cpu: dict | None, capture: dict | None, busiest: dict | None,
              probe: dict | None = None, overruns: dict | None = None, traffic: dict | None = None,
              clocks: dict | None = None, median_sync: float | None = None, mtu: int = DEFAULT_MTU,
-             startup_x: float | None = None) -> dict:
+             startup_x: float | None = None, switch_priority: str | None = "normal") -> dict:
     """Mininet-HiFi style invariants -> a verdict with its reasons (docs/FIDELITY.md).
 
     `faithful` is True when every invariant was measured and held, False when one was
@@ -286,8 +291,9 @@ def fidelity(calibration: dict | None, cpu: dict | None, capture: dict | None, b
     5% of the median sync makes the run not faithful (emulation/clock.py `faithful`); `cpu` is
     then `worst_cpu` of every server's monitor, and without the other servers' the CPU
     invariant is unverified.
-    `mtu`: the emulated interfaces' MTU, for the busiest link's peak (`peak_limit`); `startup_x`:
-    see `cpu_proposal`."""
+    `mtu`: the emulated interfaces' MTU, for the busiest link's peak (`peak_limit`); `startup_x`
+    and `switch_priority` (the run's, emulation/switch_priority.py; None over several servers,
+    where it cannot be set): see `cpu_proposal`."""
     reasons = []
     cluster_unverified = {}
     if clocks:
@@ -355,13 +361,14 @@ def fidelity(calibration: dict | None, cpu: dict | None, capture: dict | None, b
     if capture is None or drops is None or not busiest:
         unverified["capture"] = "no capture of the iterations: " + (
             "capture drops and " if capture is None or drops is None else "") + "the busiest link's rate not checked"
-    proposal = cpu_proposal(ovs, ovs_wait, w_wait, busiest, startup_x)
+    proposal = cpu_proposal(ovs, ovs_wait, w_wait, busiest, startup_x, switch_priority)
     if proposal:
         notes.append(proposal["text"])
     reasons += [f"not verified: {why}" for why in unverified.values()]
     failed = len(reasons) > len(unverified)
     return {"faithful": False if failed else (None if unverified else True), "reasons": reasons,
             "unverified": list(unverified), "notes": notes, **({"proposal": proposal} if proposal else {}),
+            **({} if switch_priority in ("normal", None) else {"switch_priority": switch_priority}),
             "ovs_cpu_percent": None if ovs is None else round(100 * ovs, 1),
             "machine_busy_percent": None if busy is None else round(100 * busy, 1),
             "ovs_cpu_wait_percent": None if ovs_wait is None else round(100 * ovs_wait, 1),
@@ -384,7 +391,8 @@ def busy_share(busiest: dict | None) -> float | None:
 
 
 def cpu_proposal(ovs_cores: float | None, ovs_wait: float | None, workers_wait: float | None,
-                 busiest: dict | None, startup_x: float | None = None) -> dict | None:
+                 busiest: dict | None, startup_x: float | None = None,
+                 switch_priority: str | None = "normal") -> dict | None:
     """What to change when the verdict failed for CPU (issue #21), or None when it did not.
 
     A time dilation D (links D times slower, compute and stated costs D times longer) divides
@@ -396,7 +404,12 @@ def cpu_proposal(ovs_cores: float | None, ovs_wait: float | None, workers_wait: 
     larger `mtu` is named too: the switch's cost is per packet (docs/FIDELITY.md #20).
     `startup_x`: for a run that stands for a real setting and can wait its start-up (an algorithm
     that needs "startup"), that setting's `dilation_x`; slower links leave such a run's per-message
-    cost (the probe's a) as it is, so the proposal is a larger `dilation_x`, D times this one."""
+    cost (the probe's a) as it is, so the proposal is a larger `dilation_x`, D times this one.
+    Where ovs-vswitchd waited but wanted well under a core (its CPU plus its wait under
+    PRIORITY_OVS_RUNNABLE: it queued behind the workers' compute, not behind its own load) in a
+    run with `switch_priority` normal,
+    `switch_priority: realtime` is named too (docs/FIDELITY.md #21: it made gTop-k and Top-k at
+    P = 32 faithful; it did not help the forest, whose switch was near a core)."""
     factors = {}
     if ovs_wait is not None and ovs_wait > MAX_OVS_WAIT:
         factors["ovs-vswitchd's wait"] = ovs_wait / MAX_OVS_WAIT
@@ -419,11 +432,16 @@ def cpu_proposal(ovs_cores: float | None, ovs_wait: float | None, workers_wait: 
         text = (f"proposed: a time dilation {dilation:.1f}x this run's (links that much slower: --bw / {dilation:.1f}, "
                 f"with real_link_mbps or the real setting's compute scaled by it), a first-order estimate from "
                 f"{what}; rerun to check")
+    priority = (switch_priority == "normal" and "ovs-vswitchd's wait" in factors and ovs_cores is not None
+                and ovs_cores + ovs_wait < PRIORITY_OVS_RUNNABLE)
+    if priority:
+        text += (f"; or `--switch-priority realtime`: ovs-vswitchd ran {ovs_cores:.0%} and waited {ovs_wait:.0%} of "
+                 f"the time, behind the workers rather than its own load (docs/FIDELITY.md #21)")
     if bulk:
         text += (f"; the traffic was bulk ({frame:.0f} B of payload per data frame): a larger `mtu` "
                  f"(up to 64000) cuts the switch's packets (docs/FIDELITY.md #20)")
     return {"dilation_x": dilation, "from": what, "factors": {k: round(v, 3) for k, v in factors.items()},
-            "mtu": bulk, "text": text}
+            "mtu": bulk, **({"switch_priority": True} if priority else {}), "text": text}
 
 
 # ---- from files ---------------------------------------------------------------------
@@ -796,7 +814,8 @@ def analyze_run(run_dir: Path) -> dict:
     fid = fidelity(_load(run_dir / "calibration.json"), cpu, capture, busiest,
                    link_probe(run_dir, job), rec.get("charged_overruns"), (meas or {}).get("traffic_bins"),
                    cluster.get("clock_offsets"), rec.get("median_sync_seconds"),
-                   int(cluster.get("mtu") or cfg.get("mtu") or DEFAULT_MTU), _startup_x(cfg, algo))
+                   int(cluster.get("mtu") or cfg.get("mtu") or DEFAULT_MTU), _startup_x(cfg, algo),
+                   None if cluster else cfg.get("switch_priority") or "normal")
     (run_dir / "fidelity.json").write_text(json.dumps(fid, indent=1))
     rec["fidelity"] = fid
     rec["faithful"] = fid["faithful"]

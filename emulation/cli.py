@@ -96,7 +96,8 @@ def cmd_run(args) -> int:
                           calibrate=False if args.no_calibrate else None,
                           capture=False if args.no_capture else None,
                           crash=_crash(args.inject_crash), link_down=_link_down(args.link_down),
-                          link_bw=_link_bw(args.link_bw), background=args.background, mtu=args.mtu)
+                          link_bw=_link_bw(args.link_bw), background=args.background, mtu=args.mtu,
+                          switch_priority=args.switch_priority)
         if args.dilation_x is not None:
             if not cfg.real_setting:
                 raise ValueError("--dilation-x needs an experiment with a real_setting (it dilates that "
@@ -546,6 +547,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--ecmp", help="hash (per-pair, collisions like real ECMP) | two-level (Al-Fares, balanced)")
     r.add_argument("--mtu", type=INTEGER, help="MTU of every emulated interface, 576..64000 (default 9000; "
                    "docs/FIDELITY.md #20)")
+    r.add_argument("--switch-priority", choices=("normal", "realtime"),
+                   help="realtime: ovs-vswitchd's threads under SCHED_RR during the iterations, ahead of the "
+                        "workers on the CPU (default normal; docs/FIDELITY.md #21)")
     r.add_argument("--dilation-x", type=float, metavar="X",
                    help="with a real_setting: stand for a start-up X times the measured one, waited before "
                         "each collective (1..64; X times fewer messages per second, docs/FIDELITY.md)")

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import yaml
 
-from emulation import background
+from emulation import background, switch_priority
 from topologies import spec as topo_spec
 from topologies.placement import PLACEMENTS, place, place_on_servers
 from workloads.algorithms import base
@@ -66,6 +66,8 @@ class RunConfig:
     reuse_workers: bool = True  # one worker process per rank for all runs on the same hosts (workers.Pool)
     analyse_in_background: bool = True  # a run's analysis overlaps the next run's measurement (nice 19)
     mtu: int = 9000
+    # ovs-vswitchd's threads under SCHED_RR for the iterations (emulation/switch_priority.py)
+    switch_priority: str = "normal"
     options: dict = field(default_factory=dict)  # algorithm name -> its options
     out: str = "results"
     crash: dict | None = None  # fault injection: {"rank": r, "iter": i}
@@ -492,6 +494,10 @@ def _check_numbers(cfg: RunConfig) -> None:
         v = getattr(cfg, name)
         if isinstance(v, bool) or not isinstance(v, int) or v < lo:
             raise ValueError(f"{name}={v!r} is invalid: must be an integer >= {lo}")
+    switch_priority.check(cfg.switch_priority)
+    if cfg.switch_priority != "normal" and cfg.cluster:
+        raise ValueError(f"switch_priority={cfg.switch_priority} is for one server: it raises this machine's "
+                         "ovs-vswitchd only; use normal with cluster")
     if cfg.mtu > MAX_MTU:
         raise ValueError(f"mtu={cfg.mtu} is invalid: must be an integer 576..{MAX_MTU} (the largest "
                          f"measured through veth and the userspace switch here)")

@@ -21,6 +21,10 @@ import subprocess
 import time
 from pathlib import Path
 
+from emulation import switch_priority
+from emulation.monitor import ovs_pid
+
+
 def state_dir() -> Path:
     """Where the lock and the state live; SYNCBED_STATE_DIR moves them (tests), read per call."""
     return Path(os.environ.get("SYNCBED_STATE_DIR", "/run/syncbed"))
@@ -190,6 +194,9 @@ def cleanup(state: State | None = None, verbose=False) -> list[str]:
         subprocess.run(["ip", "link", "del", i], capture_output=True)
     if left:
         done.append(f"deleted {len(left)} interfaces")
+    raised = ovs_pid()  # a run that could not restore it (killed) leaves the switch real-time
+    if raised and (n := switch_priority.reset(raised)):
+        done.append(f"put {n} ovs-vswitchd threads back under the normal scheduler")
     kept_remote = []
     if state.data.get("remote"):
         said, kept_remote = remote_cleanup(state.data["remote"])

@@ -142,6 +142,8 @@ def test_validate_dedicated_servers_only_for_ps():
     (dict(iters=0), r"iters=0 is invalid: must be an integer >= 1"),
     (dict(mtu=500), r"mtu=500 is invalid: must be an integer >= 576"),
     (dict(mtu=65000), r"mtu=65000 is invalid: must be an integer 576..64000 \(the largest measured"),
+    (dict(switch_priority="high"), r"switch_priority='high' is invalid: must be one of normal, realtime"),
+    (dict(switch_priority="realtime", cluster=["root@b"]), r"switch_priority=realtime is for one server"),
     (dict(iters=-1), r"iters=-1 is invalid"),
     (dict(iters="3"), r"iters='3' is invalid"),
     (dict(warmup=-1), r"warmup=-1 is invalid"),

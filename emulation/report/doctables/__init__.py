@@ -34,8 +34,8 @@ from emulation.report.doctables.projection import (
 from emulation.report.doctables.papers_scale import (
     FOREST_SCALE, GTOPK_SCALE, MGWFBP_SCALE, projection_forest_scale, projection_gtopk_scale, projection_mgwfbp_scale)
 from emulation.report.doctables.results import (
-    FIDELITY_FOLDERS, HTB_RING, MTU_LEVER, OVS_FORWARDING, P32_DILATED, P32_FOLDERS, RESULTS_INDEX, fidelity_bounds,
-    mtu_lever, ovs_forwarding, p32_families, results_index)
+    FIDELITY_FOLDERS, HTB_RING, MTU_LEVER, OVS_FORWARDING, P32_DILATED, P32_FOLDERS, RESULTS_INDEX, SWITCH_PRIORITY,
+    fidelity_bounds, mtu_lever, ovs_forwarding, p32_families, results_index, switch_priority)
 
 TABLES = {t.id: t for t in [
     Table("gtopk-compression", GTOPK_FATTREE, gtopk_compression),
@@ -61,6 +61,8 @@ TABLES = {t.id: t for t in [
     Table("p32-families", tuple(f"{f}/summary.json" for f in P32_FOLDERS + P32_DILATED), p32_families),
     Table("mtu-lever", tuple(f"{f}/{n}" for f in MTU_LEVER + HTB_RING for n in ("summary.json", "config.yaml")),
           mtu_lever),
+    Table("switch-priority", tuple(f"{f}/{n}" for f in SWITCH_PRIORITY for n in ("summary.json", "config.yaml")),
+          switch_priority),
     Table("bml-summary", tuple(f"{f}/summary.json" for f in BML_FOLDERS + BML_REPEATS), bml_summary),
     Table("hd-default", tuple(f"{f}/{name}" for f in HD_FOLDERS for name in ("summary.json", "config.yaml")),
           hd_default),

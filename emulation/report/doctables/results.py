@@ -23,6 +23,12 @@ P32_DILATED = ("p32-fattree6-wfbp-dilated/bw2.5", "p32-fattree6-wfbp-dilated/bw1
 # day; and the 32-worker ring at 10 Mbit/s whose link once peaked above its rate (HTB burst)
 MTU_LEVER = ("mtu-lever/mtu9000", "mtu-lever/mtu32000", "mtu-lever/mtu64000")
 HTB_RING = ("htb-ring32-bw10",)
+# Issue #21's scheduling lever: ovs-vswitchd under SCHED_RR (switch_priority: realtime) against
+# the default, same day, alternating: gTop-k and Top-k at P = 32 with this CPU's selection (the
+# runs of gtopk-scaling-fattree/p32), twice; forest scenario 5 with its default and smaller chunks
+SWITCH_PRIORITY = tuple(f"switch-priority/{f}" for f in (
+    "gtopk-p32-normal", "gtopk-p32-realtime", "gtopk-p32-normal-r2", "gtopk-p32-realtime-r2",
+    "forest-s5-normal", "forest-s5-realtime"))
 
 
 def _payload(run) -> str:
@@ -83,6 +89,7 @@ RESULTS_INDEX = {  # top folder -> its summaries (the experiments `syncbed run` 
     "p32-fattree6-wfbp-dilated": P32_DILATED,
     "mtu-lever": MTU_LEVER,
     "htb-ring32-bw10": HTB_RING,
+    "switch-priority": SWITCH_PRIORITY,
 }
 
 
@@ -218,3 +225,28 @@ def mtu_lever(data: dict) -> list[str]:
     return table(["results folder", "algorithm", "topology", "P", "link Mbit/s", "MTU", "median sync s", "sync / bound",
                   "payload measured/expected", "ovs-vswitchd cores", "ovs-vswitchd waited", "busiest link while busy",
                   "busiest link's peak (of its rate)", "faithful"], rows)
+
+
+def _policy(data: dict, folder: str) -> str:
+    return str((data[f"{folder}/config.yaml"] or {}).get("switch_priority", "normal"))
+
+
+def switch_priority(data: dict) -> list[str]:
+    """One row per run: the switch's scheduling, sync, what the verdict measured of the switch and
+    the workers (their selection's seconds for the sparse runs), the verdict and its reasons."""
+    rows, by = [], {}
+    for folder in SWITCH_PRIORITY:
+        policy = _policy(data, folder)
+        for r in runs_of(data, f"{folder}/summary.json"):
+            f = r.get("fidelity") or {}
+            by.setdefault((r.get("algorithm"), policy), []).append(r.get("faithful") is True)
+            why = "; ".join(x for x in f.get("reasons") or [])
+            rows.append([f"`{folder}`", policy, common.label(r), r.get("topology", NA), str(r.get("workers")),
+                         fmt(common.sync_s(r), ".3f"), fmt(r.get("sparsify_seconds"), ".2f"), cores(r),
+                         fmt(f.get("ovs_cpu_wait_percent"), ".0f") + "%",
+                         fmt(f.get("workers_cpu_wait_percent"), ".0f") + "%", _busy(r), verdict(r), why or NA])
+    lines = table(["results folder", "ovs-vswitchd scheduling", "algorithm", "topology", "P", "median sync s",
+                   "selection s (mean rank)", "ovs-vswitchd cores", "ovs-vswitchd waited", "workers waited",
+                   "busiest link while busy", "faithful", "why not"], rows)
+    said = [f"{algo} {policy}: {sum(v)} of {len(v)} runs" for (algo, policy), v in sorted(by.items())]
+    return lines + ["", "Faithful, by algorithm and scheduling: " + "; ".join(said) + "."]
