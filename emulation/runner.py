@@ -28,7 +28,7 @@ from pathlib import Path
 import yaml
 
 from controllers.launcher import Controller
-from emulation import analysis, checks, linkprobe, replan
+from emulation import analysis, checks, linkprobe, replan, switch_priority
 from emulation.background import Background
 from emulation.config import backward_for, charged_compute
 from emulation.calibrate import calibrate
@@ -36,7 +36,6 @@ from emulation.capture import Capture
 from emulation.monitor import CpuMonitor, ovs_pid
 from emulation.network import Network, drop_counters, drop_delta
 from emulation.state import Lock, State, cleanup
-from emulation.switch_priority import SwitchPriority
 from emulation.workers import Pool, WorkerFailure, Workers, write_job
 from workloads.algorithms import base
 from workloads.linkmodel import LinkModel
@@ -396,7 +395,8 @@ class Experiment:
         workers = Workers(net, run, job, rdir, self.state, log=self.log, pool=self._pool_for(run, net))
         self.active.append(workers)
         capture = self._capture(net, rdir, sw_intfs)
-        mon = prio = None
+        mon = None
+        raised = {}
         remote_mons = []
         interrupted = None
         try:
@@ -409,8 +409,8 @@ class Experiment:
             # capture and CPU monitor cover the iterations only: start-up (torch imports,
             # Gloo's connection set-up) stays out of both
             self.active.append(capture.start())
-            prio = SwitchPriority(cfg.switch_priority, ovs_pid()).__enter__()
-            meta["switch_priority"] = {"policy": cfg.switch_priority, "threads_raised": len(prio.saved)}
+            raised = switch_priority.apply(cfg.switch_priority, ovs_pid())
+            meta["switch_priority"] = {"policy": cfg.switch_priority, "threads_raised": len(raised)}
             mon = CpuMonitor(workers.pids).start()
             remote_mons = self._remote_monitors(rdir)
             (rdir / "go").touch()
@@ -432,8 +432,7 @@ class Experiment:
         finally:
             if mon:
                 _write_json(rdir / "cpu.json", mon.stop())
-            if prio:
-                prio.__exit__(None, None, None)
+            switch_priority.restore(raised)
             for m in remote_mons:
                 try:
                     m.stop()

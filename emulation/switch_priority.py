@@ -71,18 +71,7 @@ def reset(pid: int) -> int:
     return n
 
 
-class SwitchPriority:
-    """`with SwitchPriority(policy, pid):` the iterations of one run."""
-
-    def __init__(self, policy: str, pid: int | None):
-        self.policy, self.pid, self.saved = policy, pid, {}
-
-    def __enter__(self):
-        if self.policy == "realtime" and self.pid:
-            self.saved = raise_to_realtime(self.pid)
-        return self
-
-    def __exit__(self, *exc):
-        restore(self.saved)
-        self.saved = {}
-        return False
+def apply(policy: str, pid: int | None) -> dict[int, tuple[int, int]]:
+    """For one run's iterations: realtime raises `pid` (ovs-vswitchd), normal leaves it alone;
+    -> what `restore` puts back afterwards."""
+    return raise_to_realtime(pid) if policy == "realtime" and pid else {}

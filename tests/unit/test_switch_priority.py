@@ -36,18 +36,18 @@ def policies(pid):
 @needs_root
 def test_realtime_for_every_thread_then_back(process):
     assert policies(process) == {os.SCHED_OTHER}
-    with sp.SwitchPriority("realtime", process) as prio:
-        assert len(prio.saved) == 4
-        assert policies(process) == {os.SCHED_RR}
-        assert {os.sched_getparam(t).sched_priority for t in sp._threads(process)} == {sp.RT_PRIORITY}
+    saved = sp.apply("realtime", process)
+    assert len(saved) == 4
+    assert policies(process) == {os.SCHED_RR}
+    assert {os.sched_getparam(t).sched_priority for t in sp._threads(process)} == {sp.RT_PRIORITY}
+    sp.restore(saved)
     assert policies(process) == {os.SCHED_OTHER}
 
 
 @needs_root
 def test_normal_leaves_the_scheduler_alone(process):
-    with sp.SwitchPriority("normal", process) as prio:
-        assert prio.saved == {}
-        assert policies(process) == {os.SCHED_OTHER}
+    assert sp.apply("normal", process) == {}
+    assert policies(process) == {os.SCHED_OTHER}
 
 
 @needs_root

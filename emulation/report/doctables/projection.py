@@ -537,10 +537,9 @@ RUNTIMES_ALL = "projection-runtimes-all/result.json"
 
 def _workers(p: dict) -> int:
     """A point's P: as recorded, else every host of its topology (a killed or refused command)."""
-    if p.get("workers"):
-        return p["workers"]
-    kv = dict(x.split("=") for x in p["topology"].split(",")[1:])
-    return int(kv["k"]) ** 3 // 4 if p["topology"].startswith("fattree") else int(kv["n"]) ** (int(kv["k"]) + 1)
+    from emulation.simulator import core
+
+    return p.get("workers") or core.description_sizes(p["topology"])["hosts"]
 
 
 def _outcome(p: dict) -> str:

@@ -240,7 +240,7 @@ def switch_priority(data: dict) -> list[str]:
         for r in runs_of(data, f"{folder}/summary.json"):
             f = r.get("fidelity") or {}
             by.setdefault((r.get("algorithm"), policy), []).append(r.get("faithful") is True)
-            why = "; ".join(x for x in f.get("reasons") or [])
+            why = "; ".join(f.get("reasons") or [])
             rows.append([f"`{folder}`", policy, common.label(r), r.get("topology", NA), str(r.get("workers")),
                          fmt(common.sync_s(r), ".3f"), fmt(r.get("sparsify_seconds"), ".2f"), cores(r),
                          fmt(f.get("ovs_cpu_wait_percent"), ".0f") + "%",
