@@ -15,7 +15,8 @@ folders=("$@")
   forest-scenarios/forest-s1-homogeneous forest-scenarios/forest-s2-slow-hosts
   forest-scenarios/forest-s3-oversubscribed forest-scenarios/forest-s4-background
   forest-scenarios/forest-s5-bcube-slow-level
-  gtopk-scaling-fattree/p4 gtopk-scaling-fattree/p8 gtopk-scaling-fattree/p16 gtopk-scaling-fattree/p32)
+  gtopk-scaling-fattree/p4 gtopk-scaling-fattree/p8 gtopk-scaling-fattree/p16 gtopk-scaling-fattree/p32
+  small-messages/bcube32 small-messages/bcube32-check)
 busy() { ! { flock -n /run/syncbed/lock true 2>/dev/null || [ ! -e /run/syncbed/lock ]; }; }
 for f in "${folders[@]}"; do
   name=${f#forest-scenarios/}; name=${name//\//-}

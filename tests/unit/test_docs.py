@@ -163,6 +163,30 @@ def test_the_split_is_by_folder_name_and_stable():
     assert doctables.projection.projected_name("gtopk-scaling-fattree/p4") == "gtopk-scaling-fattree-p4"
 
 
+def test_the_small_message_files_sit_on_both_sides_of_the_split():
+    """experiments/small_messages_bcube32*.yaml were named so: one fits, its twin is held out."""
+    fit, held = (doctables.projection.projected_name(f) for f in doctables.projection.SMALL_MESSAGES)
+    assert doctables.projection.in_fit_half(fit) and not doctables.projection.in_fit_half(held)
+
+
+def test_the_small_message_table_shows_every_run_and_the_repeat_against_the_first_run():
+    root = Path(__file__).resolve().parents[2] / "docs" / "results"
+    data = docs.load_sources(root, doctables.projection.SMALL_SOURCES)
+    lines = doctables.projection.projection_small_messages(data)
+    rows = [line.split(" | ") for line in lines if line.startswith("| small-messages")]
+    runs = {f: json.loads((root / f / "summary.json").read_text())["runs"]
+            for f in (*doctables.projection.SMALL_MESSAGES, doctables.projection.SMALL_REPEAT)}
+    assert len(rows) == sum(len(r) for r in runs.values())
+    first = {(r["algorithm"], r["gradient_bytes"]): r["median_sync_seconds"]
+             for r in runs[doctables.projection.SMALL_MESSAGES[1]]}
+    for r in runs[doctables.projection.SMALL_REPEAT]:
+        row = next(x for x in rows if x[1] == "held out (run again)" and x[2] == r["algorithm"]
+                   and float(x[3]) == r["gradient_bytes"] / 1024)
+        assert float(row[11]) == pytest.approx(r["median_sync_seconds"] / first[(r["algorithm"], r["gradient_bytes"])],
+                                               abs=0.006)
+    assert lines[-1].startswith("Held out, faithful runs of both runs of the file")
+
+
 def test_a_projection_older_than_its_measured_folder_is_refused():
     folder = doctables.projection.PROJECTED[0]
     name = doctables.projection.projected_name(folder)

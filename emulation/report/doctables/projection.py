@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import statistics
 from emulation.papers import common
-from emulation.report.doctables.cells import find, pct, runs_of, span, verdict
+from emulation.report.doctables.cells import find, pct, runs_of, span, spread, verdict
 from emulation.report.doctables.forest import FOREST
 from emulation.results.columns import NA, fmt, table
 from emulation.results.load import MB, num
@@ -12,7 +12,8 @@ from emulation.results.load import MB, num
 PROJECTED = ("default", "bml-bcube32-vs-ps-fattree", "bml-bcube42-vs-ps-fattree", "dfs-resnet18-digits",
              "train-lenet5-digits", "mgwfbp-fattree8", "mgwfbp-fattree8-resnet50",
              *(f"forest-scenarios/{f}" for f in FOREST),
-             *(f"gtopk-scaling-fattree/p{p}" for p in (4, 8, 16, 32)))
+             *(f"gtopk-scaling-fattree/p{p}" for p in (4, 8, 16, 32)),
+             "small-messages/bcube32", "small-messages/bcube32-check")
 
 
 TOLERANCE = 0.10  # the issue's target for dense algorithms at the emulated scale
@@ -161,8 +162,9 @@ def projection_latency_fit(data: dict) -> list[str]:
     return lines + _additivity(data)
 
 
-ADDITIVITY = tuple(f"projection-validation/{projected_name(f)}/summary-latency{x}.json"
-                   for f in PROJECTED if f != "gtopk-scaling-fattree/p32" for x in ("0", "3.1ms"))
+ADDITIVITY = tuple(f"projection-validation/{projected_name(f)}/summary-latency{x}.json"  # the folders of 2026-11-23
+                   for f in PROJECTED if f != "gtopk-scaling-fattree/p32" and not f.startswith("small-messages/")
+                   for x in ("0", "3.1ms"))
 
 
 def _additivity(data: dict) -> list[str]:
@@ -190,7 +192,7 @@ def _family(r: dict) -> str:
     a = r["algorithm"]
     if a in ("ring", "gloo"):
         return "ring, gloo (2 MiB and more)" if r["gradient_bytes"] >= LATENCY_MIN_BYTES else \
-            "ring, gloo (LeNet-5, 0.25 MB)"
+            "ring, gloo (under 2 MiB)"
     if a in ("gtopk", "topk"):
         return "gTop-k, Top-k (density 0.001)"
     if r["sim"].get("bytes_source") == "logged":  # data-dependent: its logged bytes replayed
@@ -223,6 +225,51 @@ def projection_families(data: dict) -> list[str]:
                   f"sim/meas, L = {lat * 1e3:.2f} ms", "meas/bound", "iteration sim/meas"], cells) + [
         "", "Ring and gloo with 2 MiB or more outside 10% at L = 0 (sim/meas, faithful): "
             + ("; ".join(outside) or "none") + "."]
+
+
+SMALL_MESSAGES = ("small-messages/bcube32", "small-messages/bcube32-check")  # in PROJECTED: fit, held out
+SMALL_REPEAT = "small-messages/bcube32-check-r2"  # the held-out file run again right after: not projected
+SMALL_SOURCES = PROJECTION_SOURCES + (f"{SMALL_REPEAT}/summary.json",)
+
+
+def projection_small_messages(data: dict) -> list[str]:
+    """Rings and gloos of 8 KiB to 2 MiB on one BCube: each run's start-up per round beyond the
+    bandwidth term, the fitted L's ratio, the run's own spread, and the held-out file measured twice."""
+    rows = _validation(data)
+    _, lat, _, _ = _fitted(rows)
+    mine = [r for r in rows if r["folder"] in SMALL_MESSAGES]
+    first = {(r["algo_spec"], r["model"]): r for r in mine if r["folder"] == SMALL_MESSAGES[1]}
+    repeat = []
+    for m in runs_of(data, f"{SMALL_REPEAT}/summary.json"):
+        r = first[(common.label(m), m["model"])]  # the same plan: the held-out folder's simulation holds
+        repeat.append({**r, "experiment": projected_name(SMALL_REPEAT), "run": m, "faithful": m.get("faithful"),
+                       "measured_seconds": num(m.get("median_sync_seconds")), "repeat_of": r})
+    cells, ratios, held = [], {"small": [], "large": []}, {"small": [], "large": []}
+    for r in mine + repeat:
+        if not r["fit"] and r["faithful"] is True:
+            held["small" if r["gradient_bytes"] < 256 * 1024 else "large"].append(
+                common.ratio(_with_latency(r, lat), r["measured_seconds"]))
+        meas, sim, k = r["measured_seconds"], r["simulated_seconds"], r["rounds"]
+        n = r["run"]["workers"]
+        again = ""
+        if "repeat_of" in r:
+            x = common.ratio(meas, r["repeat_of"]["measured_seconds"])
+            again = fmt(x, ".2f")
+            ratios["small" if r["gradient_bytes"] < 256 * 1024 else "large"].append(x)
+        half = "fit" if r["fit"] else "held out"
+        cells.append([r["experiment"], half + (" (run again)" if "repeat_of" in r else ""), r["algorithm"],
+                      fmt(r["gradient_bytes"] / 1024, "g"), fmt(r["gradient_bytes"] / n / 1024, ".1f"), str(k),
+                      fmt(meas, ".3f"), fmt(sim, ".3f"), fmt((meas - sim) / k * 1e3, ".2f"),
+                      fmt(common.ratio(_with_latency(r, lat), meas), ".2f"), pct(spread(r["run"].get("sync_seconds")), 0),
+                      again, verdict(r["run"])])
+    lines = table(["experiment", "half", "algorithm", "gradient KiB", "segment KiB", "rounds", "measured s",
+                   "simulated s (L = 0)", "start-up per round ms", f"sim/meas, L = {lat * 1e3:.2f} ms",
+                   "syncs' spread (max - min) / median", "this / first run", "faithful"], cells)
+    return lines + ["", f"Held out, faithful runs of both runs of the file, with L = {lat * 1e3:.2f} ms: "
+                        f"{_within(held['large'])} of {len(held['large'])} within {TOLERANCE:.0%} at 256 KiB and 1 MiB "
+                        f"({span(held['large'])}), {_within(held['small'])} of {len(held['small'])} below 256 KiB "
+                        f"({span(held['small'])}). The same file run twice, one run after the other: second / first "
+                        f"median {span(ratios['small'])} below 256 KiB, {span(ratios['large'])} at 256 KiB and 1 MiB."]
 
 
 SWEEP = ("projection-fattree-sweep/summary.json", "projection-fattree-sweep-30us/summary.json",
