@@ -229,7 +229,8 @@ def projection_families(data: dict) -> list[str]:
 
 SMALL_MESSAGES = ("small-messages/bcube32", "small-messages/bcube32-check")  # in PROJECTED: fit, held out
 SMALL_REPEAT = "small-messages/bcube32-check-r2"  # the held-out file run again right after: not projected
-SMALL_SOURCES = PROJECTION_SOURCES + (f"{SMALL_REPEAT}/summary.json",)
+SMALL_50 = tuple(f"small-messages/syncs50-{k}-r{i}" for k in ("16k", "64k") for i in (1, 2))  # 50 syncs a run
+SMALL_SOURCES = PROJECTION_SOURCES + tuple(f"{f}/summary.json" for f in (SMALL_REPEAT, *SMALL_50))
 
 
 def projection_small_messages(data: dict) -> list[str]:
@@ -269,7 +270,28 @@ def projection_small_messages(data: dict) -> list[str]:
                         f"{_within(held['large'])} of {len(held['large'])} within {TOLERANCE:.0%} at 256 KiB and 1 MiB "
                         f"({span(held['large'])}), {_within(held['small'])} of {len(held['small'])} below 256 KiB "
                         f"({span(held['small'])}). The same file run twice, one run after the other: second / first "
-                        f"median {span(ratios['small'])} below 256 KiB, {span(ratios['large'])} at 256 KiB and 1 MiB."]
+                        f"median {span(ratios['small'])} below 256 KiB, {span(ratios['large'])} at 256 KiB and 1 MiB.",
+                    "", *_small_fifty(data, first, lat)]
+
+
+def _small_fifty(data: dict, first: dict, lat: float) -> list[str]:
+    """The two smallest held-out sizes with 50 syncs a run, each run twice (run 1 of both sizes, then run 2)."""
+    got: dict = {}
+    for f in SMALL_50:
+        for m in runs_of(data, f"{f}/summary.json"):
+            got.setdefault((m["algorithm"], m["gradient_bytes"]), []).append(m)
+    cells = []
+    for (algo, size), ms in sorted(got.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        r = first[(common.label(ms[0]), ms[0]["model"])]
+        meas = [num(m.get("median_sync_seconds")) for m in ms]
+        cells.append([algo, fmt(size / 1024, "g"), " / ".join(fmt(x, ".3f") for x in meas),
+                      fmt(common.ratio(meas[1], meas[0]), ".2f"),
+                      " / ".join(fmt((x - r["simulated_seconds"]) / r["rounds"] * 1e3, ".2f") for x in meas),
+                      " / ".join(fmt(common.ratio(_with_latency(r, lat), x), ".2f") for x in meas),
+                      " / ".join(verdict(m) for m in ms)])
+    return ["With 50 syncs a run instead of 10 (`--iters 50`, the two smallest held-out sizes, each run twice):", "",
+            *table(["algorithm", "gradient KiB", "measured s, run 1 / run 2", "run 2 / run 1",
+                    "start-up per round ms", f"sim/meas, L = {lat * 1e3:.2f} ms", "faithful"], cells)]
 
 
 SWEEP = ("projection-fattree-sweep/summary.json", "projection-fattree-sweep-30us/summary.json",

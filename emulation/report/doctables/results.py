@@ -90,7 +90,8 @@ RESULTS_INDEX = {  # top folder -> its summaries (the experiments `syncbed run` 
     "mtu-lever": MTU_LEVER,
     "htb-ring32-bw10": HTB_RING,
     "switch-priority": SWITCH_PRIORITY,
-    "small-messages": ("small-messages/bcube32", "small-messages/bcube32-check", "small-messages/bcube32-check-r2"),
+    "small-messages": ("small-messages/bcube32", "small-messages/bcube32-check", "small-messages/bcube32-check-r2",
+                       *(f"small-messages/syncs50-{k}-r{i}" for k in ("16k", "64k") for i in (1, 2))),
 }
 
 
