@@ -3,6 +3,7 @@ our own one-parameter model (emulation/simulator/fanin.py) on the fit half of th
 
     chrt --idle 0 nice -n 19 .venv/bin/python scripts/fan_in.py options   # -> docs/results/projection-fan-in-options/
     chrt --idle 0 nice -n 19 .venv/bin/python scripts/fan_in.py fit       # -> docs/results/projection-fan-in-fit/
+    chrt --idle 0 nice -n 19 .venv/bin/python scripts/fan_in.py egress    # -> docs/results/projection-fan-in-egress/
 
 `options` simulates every faithful run of the folders with PS or BML runs (OPTION_FOLDERS) under
 SimGrid's own alternatives to today's CM02 configuration (NetworkModel.cfg): LV08 (its latency
@@ -12,7 +13,8 @@ the fit half (`in_fit_half`), each simulated at the candidate e inside SimGrid, 
 latency L fitted on the fit half's rings (projection-latency-fit) times its rounds; it records
 every evaluation. The held-out half is then projected with `syncbed project --measured
 docs/results/F --fan-in E --out docs/results/projection-fan-in/NAME` (every folder of FOLDERS) and
-reported by `syncbed docs` (projection-fan-in).
+reported by `syncbed docs` (projection-fan-in). `egress` tries e on every switch egress link
+instead of links into NICs only (`fanin.egress_links`), refitted the same way.
 """
 from __future__ import annotations
 
@@ -119,6 +121,46 @@ def fit(out: Path, lat: float) -> None:
                  "runs": [{**_key(f, p, m), "rounds": k} for f, p, m, k in pts], "evaluations": evaluations})
 
 
+def egress(out: Path, lat: float) -> None:
+    """The fan-in model with e on every switch egress link (`fanin.egress_links`) instead of links
+    into NICs only: e refitted on the fit half the same way, then every faithful PS and BML run of
+    2 MiB or more of both halves simulated both ways at their e, L x rounds added."""
+    base = core.NetworkModel.nic_capacity
+
+    def on_egress(self, platform):
+        if self.fan_in == 1.0:
+            return None
+        cb = fanin.capacity(self.fan_in)
+        return {link: cb for link in fanin.egress_links(platform.routes.values())}
+
+    pts = [(folder, p, m, sum(p.algo.step_rounds(p.plan))) for folder in FOLDERS for p, m in _preps(folder)
+           if p.algo.name in FIT_ALGOS and (m.get("gradient_bytes") or 0) >= LATENCY_MIN_BYTES]
+
+    def simulate(e: float, rows) -> list:
+        return [core.project(dataclasses.replace(p, req=dataclasses.replace(p.req, fan_in=e, reduce="off"),
+                                                 reduce=False))["simulated_seconds"] for _, p, _, _ in rows]
+
+    fit_pts = [x for x in pts if in_fit_half(projected_name(x[0]))]
+    e_nic = json.loads((ROOT / "docs/results/projection-fan-in-fit/summary.json").read_text())["fan_in_efficiency"]
+    nic = simulate(e_nic, pts)
+    try:
+        core.NetworkModel.nic_capacity = on_egress
+        e_egress, cost = fanin.fit(lambda e: [(s + lat * k) / m["median_sync_seconds"]
+                                              for s, (_, _, m, k) in zip(simulate(e, fit_pts), fit_pts)])
+        eg = simulate(e_egress, pts)
+    finally:
+        core.NetworkModel.nic_capacity = base
+    runs = [{**_key(f, p, m), "rounds": k, "fit": in_fit_half(projected_name(f)),
+             "simulated_seconds": {"nic": a + lat * k, "egress": b + lat * k}}
+            for (f, p, m, k), a, b in zip(pts, nic, eg)]
+    for r in runs:
+        print(r["experiment"], r["topology"], r["algo_spec"], r["model"],
+              {k: round(v / r["measured_seconds"], 3) for k, v in r["simulated_seconds"].items()}, flush=True)
+    _write(out, {"experiment": "fan-in at every switch egress against links into NICs only",
+                 "fan_in_efficiency": {"nic": e_nic, "egress": e_egress}, "cost_egress": cost,
+                 "round_latency_seconds": lat, "runs": runs})
+
+
 def _write(out: Path, summary: dict) -> None:
     out.mkdir(parents=True, exist_ok=True)
     summary.update(simulated=True, finished=time.strftime("%Y-%m-%dT%H:%M:%S"), command=" ".join(sys.argv))
@@ -130,10 +172,13 @@ if __name__ == "__main__":
     import argparse
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", choices=("options", "fit"))
+    ap.add_argument("what", choices=("options", "fit", "egress"))
     ap.add_argument("--round-latency", type=float, help="L (s per round) added in the fit; default: projection-latency-fit's")
     a = ap.parse_args()
+    lat = a.round_latency if a.round_latency is not None else None
     if a.what == "options":
         options(ROOT / "docs/results/projection-fan-in-options")
+    elif a.what == "egress":
+        egress(ROOT / "docs/results/projection-fan-in-egress", lat if lat is not None else _round_latency())
     else:
         fit(ROOT / "docs/results/projection-fan-in-fit", a.round_latency if a.round_latency is not None else _round_latency())

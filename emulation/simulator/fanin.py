@@ -48,6 +48,15 @@ def nic_links(routes) -> set:
     return {r[-1] for r in routes if r}
 
 
+def egress_links(routes) -> set:
+    """Every directed link out of a switch port: each route's links but the first (a host's own
+    egress, where its stack paces its flows and nothing converges), links into NICs included.
+    The variant `scripts/fan_in.py egress` tries: the same e wherever flows from several sources
+    meet in one switch queue (hash-ECMP collisions, an oversubscribed core), not only at NICs."""
+    routes = [r for r in routes if r]
+    return {link for r in routes for link in r[1:]} - {r[0] for r in routes}
+
+
 def fan_in(steps_links) -> int:
     """Most flows that cross one link at once in any step; `steps_links`: per step, the last
     link of each flow's route. 1 where every NIC receives one flow at a time."""

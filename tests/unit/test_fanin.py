@@ -45,6 +45,13 @@ def test_fan_in_counts_flows_per_link():
     assert fanin.nic_links([("up", "core", "down1"), ("up", "down2"), ()]) == {"down1", "down2"}
 
 
+def test_egress_links_are_every_link_out_of_a_switch_port():
+    routes = [("h1-up", "s1-core", "s2-h2"), ("h2-up", "s2-h3"), ("h3-up", "s3-relay", "h2-up", "s2-h1"), ()]
+    # a relay's own egress (h2-up) is the first link of its own flows: a host's, not a switch's
+    assert fanin.egress_links(routes) == {"s1-core", "s2-h2", "s2-h3", "s3-relay", "s2-h1"}
+    assert fanin.nic_links(routes) <= fanin.egress_links(routes)
+
+
 @pytest.mark.parametrize("e_true", [0.35, 0.6, 0.85])
 def test_fit_recovers_a_known_efficiency(e_true):
     # synthetic runs: bandwidth terms t with fan-in n; what a run measures is t / eff(n, e_true)

@@ -26,8 +26,8 @@ from emulation.report.doctables.mgwfbp import (
     MGWFBP_ALL, MGWFBP_MATRIX, MGWFBP_SETTINGS, MGWFBP_WFBP_DILATED, _sources, mgwfbp_matrix, mgwfbp_settings,
     mgwfbp_slower, mgwfbp_wfbp_dilated)
 from emulation.report.doctables.projection import (
-    ADDITIVITY, BML_SCALE, FAN_IN_OPTIONS, FAN_IN_SOURCES, PROJECTION_SOURCES, RUNTIMES, RUNTIMES_ALL, SMALL_SOURCES,
-    STEP_COST, SWEEP, projection_bml_scale, projection_small_messages, projection_compute, projection_fan_in, projection_fan_in_options,
+    ADDITIVITY, BML_SCALE, FAN_IN_EGRESS, FAN_IN_OPTIONS, FAN_IN_SOURCES, PROJECTION_SOURCES, RUNTIMES, RUNTIMES_ALL, SMALL_SOURCES,
+    STEP_COST, SWEEP, projection_bml_scale, projection_fan_in_egress, projection_small_messages, projection_compute, projection_fan_in, projection_fan_in_options,
     projection_compute_fit, projection_families, projection_latency_fit, projection_runtimes, projection_runtimes_all,
     projection_sweep,
     projection_validation, simgrid_step_cost)
@@ -76,6 +76,7 @@ TABLES = {t.id: t for t in [
     Table("projection-small-messages", SMALL_SOURCES, projection_small_messages),
     Table("projection-fan-in", FAN_IN_SOURCES, projection_fan_in),
     Table("projection-fan-in-options", (FAN_IN_OPTIONS,), projection_fan_in_options),
+    Table("projection-fan-in-egress", PROJECTION_SOURCES + (FAN_IN_EGRESS,), projection_fan_in_egress),
     Table("projection-compute-fit", PROJECTION_SOURCES, projection_compute_fit),
     Table("projection-compute", PROJECTION_SOURCES, projection_compute),
     Table("projection-sweep", SWEEP, projection_sweep),

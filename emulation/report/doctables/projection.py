@@ -545,6 +545,37 @@ def _fan_in_rows(data: dict) -> tuple[dict, float, list[dict]]:
     return fit, lat, out
 
 
+FAN_IN_EGRESS = "projection-fan-in-egress/summary.json"
+
+
+def projection_fan_in_egress(data: dict) -> list[str]:
+    """The fan-in model at every switch egress (scripts/fan_in.py egress) beside links into NICs only."""
+    eg = data[FAN_IN_EGRESS]
+    _, lat, _, _ = _fitted(rows := _validation(data))
+    if abs(eg["round_latency_seconds"] - lat) > 1e-9:
+        raise ValueError(f"{FAN_IN_EGRESS} was simulated with L = {eg['round_latency_seconds']} s, the latency fit now "
+                         f"gives {lat} s: rerun `python scripts/fan_in.py egress`")
+    measured = {(r["experiment"], r["topology"], r["algo_spec"], r["model"]): r["measured_seconds"] for r in rows}
+    e = eg["fan_in_efficiency"]
+    cells, within = [], {}
+    for r in eg["runs"]:
+        now = measured.get((r["experiment"], r["topology"], r["algo_spec"], r["model"]))
+        if now is None or abs(now - r["measured_seconds"]) > 1e-9 * max(1.0, now):
+            raise ValueError(f"{FAN_IN_EGRESS} simulated other runs than docs/results/{r['folder']} now holds: "
+                             f"rerun `python scripts/fan_in.py egress`")
+        x = {k: common.ratio(v, r["measured_seconds"]) for k, v in r["simulated_seconds"].items()}
+        half = "fit" if r["fit"] else "held out"
+        for k, v in x.items():
+            within.setdefault((half, k), []).append(v)
+        cells.append([r["experiment"], half, r["topology"], r["algo_spec"], str(r["model"]),
+                      fmt(x["nic"], ".2f"), fmt(x["egress"], ".2f")])
+    lines = table(["experiment", "half", "topology", "algorithm", "model", f"sim/meas, into NICs (e = {e['nic']:.3f})",
+                   f"sim/meas, every switch egress (e = {e['egress']:.3f})"], cells)
+    return lines + ["", "Within 10%, L = " + f"{lat * 1e3:.2f} ms added: " + "; ".join(
+        f"{half}, {'into NICs' if k == 'nic' else 'every switch egress'}: {_within(v)} of {len(v)}"
+        for (half, k), v in sorted(within.items(), key=lambda kv: (kv[0][0], kv[0][1] != "nic"))) + "."]
+
+
 def projection_fan_in(data: dict) -> list[str]:
     """Per algorithm, each half: simulated / measured without fan-in and L, and with the fan-in
     efficiency and the round latency both fitted on the fit half."""
