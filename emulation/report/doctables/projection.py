@@ -10,6 +10,7 @@ from emulation.results.load import MB, num
 
 
 PROJECTED = ("default", "bml-bcube32-vs-ps-fattree", "bml-bcube42-vs-ps-fattree", "dfs-resnet18-digits",
+             "dfs-resnet18-digits-held-out",
              "train-lenet5-digits", "mgwfbp-fattree8", "mgwfbp-fattree8-resnet50",
              *(f"forest-scenarios/{f}" for f in FOREST),
              *(f"gtopk-scaling-fattree/p{p}" for p in (4, 8, 16, 32)),
@@ -163,7 +164,8 @@ def projection_latency_fit(data: dict) -> list[str]:
 
 
 ADDITIVITY = tuple(f"projection-validation/{projected_name(f)}/summary-latency{x}.json"  # the folders of 2026-11-23
-                   for f in PROJECTED if f != "gtopk-scaling-fattree/p32" and not f.startswith("small-messages/")
+                   for f in PROJECTED if f not in ("gtopk-scaling-fattree/p32", "dfs-resnet18-digits-held-out")
+                   and not f.startswith("small-messages/")
                    for x in ("0", "3.1ms"))
 
 
@@ -494,9 +496,14 @@ def projection_compute(data: dict) -> list[str]:
                       fmt(replayed, ".3f"), fmt(r["simulated_seconds"], ".3f"), fmt(r["sim_over_measured"], ".2f"),
                       fmt(modelled, ".3f"), fmt(common.ratio(modelled, r["measured_seconds"]), ".2f"),
                       verdict(r["run"])])
+    agg = [num(r["run"].get("aggregate_seconds")) / r["measured_seconds"] for r in _compute_rows(data)
+           if num(r["run"].get("aggregate_seconds")) is not None and r["measured_seconds"]]
     return table(["experiment", "half", "topology", "algorithm", "model", "N", "bytes", "measured s",
                   "network only s", "sim/meas", "compute (logged, slowest rank) s", "simulated s", "sim/meas",
-                  "simulated s, fitted compute", "sim/meas", "faithful"], cells)
+                  "simulated s, fitted compute", "sim/meas", "faithful"], cells) + [
+        "", f"The block-sparse owners' aggregation (`aggregate_seconds`, the slowest owner's, logged by "
+            f"{len(agg)} runs): {span([100 * x for x in agg], '.1f')}% of their measured syncs." if agg else
+        "No run logged the block-sparse owners' aggregation (`aggregate_seconds`)."]
 
 
 # ---- fan-in (emulation/simulator/fanin.py; scripts/fan_in.py) ---------------------------
