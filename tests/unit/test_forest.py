@@ -331,6 +331,15 @@ def test_traffic_is_each_partition_up_and_down_every_tree_edge(n, elements):
     assert sum(f.messages for f in flows) == messages
 
 
+def test_messages_count_the_traffic_and_coalescing_keeps_one_per_shared_edge_and_chunk():
+    plan_ = {"trees": [  # two trees over ranks 0-2, both with edge 1 -> 0 on NIC 0, chunk counts 3 and 2
+        {"root": 0, "parent": [-1, 0, 1], "nic_up": [0, 0, 0], "nic_down": [0, 0, 0], "range": (0, 6), "chunk": 2},
+        {"root": 0, "parent": [-1, 0, 0], "nic_up": [0, 0, 1], "nic_down": [0, 0, 1], "range": (6, 10), "chunk": 2}]}
+    assert forest_algo.messages(plan_) == sum(f.messages for f in forest_algo.traffic(plan_)) == 2 * (2 * 3 + 2 * 2)
+    # shared: 1 -> 0 and 0 -> 1 on NIC 0 (max(3, 2) each); alone: 2 <-> 1 (3 each), 2 <-> 0 on NIC 1 (2 each)
+    assert forest_algo.messages(plan_, coalesce=True) == 2 * 3 + 2 * 3 + 2 * 2
+
+
 def _asap_steps(tree: dict) -> dict:
     """Brute force: the earliest step each chunk crosses each edge of a tree when a chunk
     leaves a rank only after every chunk it depends on has arrived (up: the children's same

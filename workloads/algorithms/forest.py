@@ -224,6 +224,21 @@ def traffic(plan: dict) -> list[Flow]:
     return merge_flows(flows)
 
 
+def messages(plan: dict, coalesce: bool = False) -> int:
+    """Messages one sync sends: a chunk per tree edge and direction (`traffic`'s count). With
+    `coalesce`, chunk j of every tree crossing the same (sender, receiver, NIC) travels as one
+    message, the fewest an executor that merged the trees' chunks could send (a bound: merged
+    chunks wait for each other, and trees of other heights reach an edge at other times)."""
+    per: dict = {}
+    for tree in plan["trees"]:
+        n = _chunks(tree)
+        for i, p in enumerate(tree["parent"]):
+            if p >= 0:
+                per.setdefault((i, p, tree["nic_up"][i]), []).append(n)
+                per.setdefault((p, i, tree["nic_down"][i]), []).append(n)
+    return sum(max(v) if coalesce else sum(v) for v in per.values())
+
+
 def _heights(tree: dict) -> tuple[dict, dict]:
     """({rank: depth}, {rank: height of the subtree below it}) in a tree."""
     g = nx.DiGraph([(p, i) for i, p in enumerate(tree["parent"]) if p >= 0])

@@ -100,3 +100,32 @@ def forest_variants(data: dict) -> list[str]:
     return table(["results folder", "algorithm", "link Mbit/s", "median sync s", "planned s", "cut bound s",
                   "measured / cut", "trees", "ovs-vswitchd cores", "workers' cores", "faithful"],
                  rows) + unfaithful_notes(notes)
+
+
+S5_PLANS = (("forest-s5-bcube-slow-level", "01-bcube-4-2-forest-synthetic"),
+            ("forest-s5-chunks", "01-bcube-4-2-forest-synthetic"),
+            ("forest-s5-chunks", "02-bcube-4-2-forest-chunk-elements-1024-synthetic"),
+            ("forest-s5-chunks", "03-bcube-4-2-forest-chunk-elements-2048-synthetic"),
+            ("forest-s5-dilated", "01-bcube-4-2-forest-chunk-elements-512-synthetic"),
+            ("forest-s5-dilated", "02-bcube-4-2-forest-synthetic"))
+S5_COALESCE_SOURCES = tuple({_forest_rel(f): None for f, _ in S5_PLANS}) + tuple(
+    f"forest-scenarios/{f}/{d}/job.json" for f, d in S5_PLANS)
+
+
+def forest_s5_coalescing(data: dict) -> list[str]:
+    """Scenario 5's executed plans: messages a sync, and the fewest if the trees' chunks sharing
+    a (sender, receiver, NIC) went as one message (`forest.messages(plan, coalesce=True)`)."""
+    from workloads.algorithms import forest as forest_algo
+
+    cells = []
+    for folder, rundir in S5_PLANS:
+        plan = data[f"forest-scenarios/{folder}/{rundir}/job.json"]["plan"]
+        run = next(r for r in runs_of(data, _forest_rel(folder)) if r.get("dir") == rundir)
+        now, merged = forest_algo.messages(plan), forest_algo.messages(plan, coalesce=True)
+        chunk = [t["chunk"] for t in plan["trees"]]
+        cells.append([f"`{folder}`", f"`{common.label(run)}`", str(len(plan["trees"])), span(chunk, ".0f"), str(now),
+                      str(merged), fmt(merged / now, ".2f"),
+                      xf(common.ratio(num(run.get("median_sync_seconds")), num(run.get("bound_cut_seconds")))),
+                      verdict(run)])
+    return table(["results folder", "algorithm", "trees", "chunk elements", "messages a sync",
+                  "coalesced (fewest)", "coalesced / messages", "measured / cut", "faithful"], cells)
