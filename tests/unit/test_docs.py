@@ -194,6 +194,19 @@ def test_the_small_message_table_shows_every_run_and_the_repeat_against_the_firs
         assert float(row[3]) == pytest.approx(r2["median_sync_seconds"] / r1["median_sync_seconds"], abs=0.006)
 
 
+def test_the_same_day_cost_check_fits_one_folder_and_checks_the_other():
+    proj = doctables.projection
+
+    def runs(sizes):  # a sparsify of exactly 20 ns per element x P/2, an aggregation of 1 ms + 1 ns per element
+        return {"runs": [{"status": "ok", "algorithm": "dfs", "model": f"m{n}", "workers": 4, "gradient_bytes": 4 * n,
+                          "sparsify_seconds": 2e-8 * n * 2, "aggregate_seconds": 1e-3 + 1e-9 * n * 2}
+                         for n in sizes]}
+    data = {proj.SAME_DAY_SOURCES[0]: runs((1000, 100_000)), proj.SAME_DAY_SOURCES[1]: runs((5000, 50_000))}
+    rows = [line.split(" | ") for line in proj.projection_compute_same_day(data) if line.startswith("| dfs")]
+    assert [(r[1], r[3], r[6], r[7]) for r in rows] == [
+        ("sparsify_seconds", "20.00 ns", "1.00", "2 of 2 |"), ("aggregate_seconds", "1.00 ns", "1.00", "2 of 2 |")]
+
+
 def test_a_projection_older_than_its_measured_folder_is_refused():
     folder = doctables.projection.PROJECTED[0]
     name = doctables.projection.projected_name(folder)

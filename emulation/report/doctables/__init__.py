@@ -27,11 +27,11 @@ from emulation.report.doctables.mgwfbp import (
     MGWFBP_ALL, MGWFBP_MATRIX, MGWFBP_SETTINGS, MGWFBP_WFBP_DILATED, _sources, mgwfbp_matrix, mgwfbp_settings,
     mgwfbp_slower, mgwfbp_wfbp_dilated)
 from emulation.report.doctables.projection import (
-    ADDITIVITY, BML_SCALE, FAN_IN_EGRESS, FAN_IN_OPTIONS, FAN_IN_SOURCES, PROJECTION_SOURCES, RUNTIMES, RUNTIMES_ALL, SMALL_SOURCES,
-    STEP_COST, SWEEP, projection_bml_scale, projection_fan_in_egress, projection_small_messages, projection_compute, projection_fan_in, projection_fan_in_options,
-    projection_compute_fit, projection_families, projection_latency_fit, projection_runtimes, projection_runtimes_all,
-    projection_sweep,
-    projection_validation, simgrid_step_cost)
+    ADDITIVITY, BML_SCALE, FAN_IN_EGRESS, FAN_IN_OPTIONS, FAN_IN_SOURCES, PROJECTION_SOURCES, RUNTIMES,
+    RUNTIMES_ALL, SAME_DAY_SOURCES, SMALL_SOURCES, STEP_COST, SWEEP, projection_bml_scale, projection_compute,
+    projection_compute_fit, projection_compute_same_day, projection_families, projection_fan_in,
+    projection_fan_in_egress, projection_fan_in_options, projection_latency_fit, projection_runtimes,
+    projection_runtimes_all, projection_small_messages, projection_sweep, projection_validation, simgrid_step_cost)
 from emulation.report.doctables.papers_scale import (
     FOREST_SCALE, GTOPK_SCALE, MGWFBP_SCALE, projection_forest_scale, projection_gtopk_scale, projection_mgwfbp_scale)
 from emulation.report.doctables.results import (
@@ -81,6 +81,7 @@ TABLES = {t.id: t for t in [
     Table("projection-fan-in-egress", PROJECTION_SOURCES + (FAN_IN_EGRESS,), projection_fan_in_egress),
     Table("projection-compute-fit", PROJECTION_SOURCES, projection_compute_fit),
     Table("projection-compute", PROJECTION_SOURCES, projection_compute),
+    Table("projection-compute-same-day", SAME_DAY_SOURCES, projection_compute_same_day),
     Table("projection-sweep", SWEEP, projection_sweep),
     Table("projection-bml-scale", BML_SCALE, projection_bml_scale),
     Table("projection-runtimes", RUNTIMES, projection_runtimes),

@@ -469,6 +469,38 @@ def projection_compute_fit(data: dict) -> list[str]:
             "compressors with fewer than two sizes in the fit half have no model."]
 
 
+SAME_DAY = ("dfs-resnet18-digits-same-day", "dfs-resnet18-digits-held-out")  # (fit, held out), both 2026-11-28
+SAME_DAY_SOURCES = tuple(f"{f}/summary.json" for f in SAME_DAY)
+
+
+def projection_compute_same_day(data: dict) -> list[str]:
+    """The block-sparse cost models fitted on one folder and checked on another of the same day
+    (the same file run twice), apart from the split: whether the model's form holds when the CPU
+    is the same."""
+    from emulation.simulator import costs
+    from workloads.algorithms import base
+
+    fit_runs, held_runs = (runs_of(data, rel) for rel in SAME_DAY_SOURCES)
+    cells = []
+    for algo in sorted({r["algorithm"] for r in held_runs if base.get(r["algorithm"]).compute}):
+        for key in [c.key for c in base.get(algo).compute]:
+            def points(runs):
+                return [(costs.work((num(r.get("gradient_bytes")) or 0) // 4, r["workers"], EMULATION_CORES),
+                         num(r.get(key)), r) for r in runs if r["algorithm"] == algo and num(r.get(key)) is not None]
+            fit, held = points(fit_runs), points(held_runs)
+            try:
+                model = costs.fit([(w, y) for w, y, _ in fit])
+            except ValueError:
+                continue
+            ratios = [model.seconds(w) / y for w, y, _ in held if y]
+            cells.append([COMPRESSORS.get(algo, algo), key, f"{model.c0 * 1e3:.2f} ms", f"{model.c1 * 1e9:.2f} ns",
+                          str(len(fit)), ", ".join(f"{r['model']} {fmt(y, '.3f')} / {fmt(model.seconds(w), '.3f')}"
+                                                   for w, y, r in held) or NA,
+                          span(ratios) if ratios else NA, f"{_within(ratios)} of {len(ratios)}"])
+    return table(["compressor", "compute", "c0", "c1 (per element x P/2)", f"runs of {SAME_DAY[0]}",
+                  f"{SAME_DAY[1]}: measured / modelled s", "modelled/measured", f"within {TOLERANCE:.0%}"], cells)
+
+
 def projection_compute(data: dict) -> list[str]:
     """Sparse and data-dependent runs: simulated with their logged compute means (the replay
     `syncbed project --measured` does) and with the fit half's cost model instead."""
