@@ -93,15 +93,15 @@ def _round_latency() -> float:
     return projection._fitted(projection._validation(data))[1]
 
 
+def _points(folders) -> list:
+    """(folder, prepared projection, measured run, rounds) of every faithful PS and BML run of
+    2 MiB or more in `folders`: the runs the fan-in model is fitted and checked on."""
+    return [(folder, p, m, sum(p.algo.step_rounds(p.plan))) for folder in folders for p, m in _preps(folder)
+            if p.algo.name in FIT_ALGOS and (m.get("gradient_bytes") or 0) >= LATENCY_MIN_BYTES]
+
+
 def fit(out: Path, lat: float) -> None:
-    pts = []
-    for folder in FOLDERS:
-        if not in_fit_half(projected_name(folder)):
-            continue
-        for p, m in _preps(folder):
-            if p.algo.name in FIT_ALGOS and (m.get("gradient_bytes") or 0) >= LATENCY_MIN_BYTES:
-                rounds = sum(p.algo.step_rounds(p.plan))
-                pts.append((folder, p, m, rounds))
+    pts = _points(f for f in FOLDERS if in_fit_half(projected_name(f)))
     evaluations = []
 
     def evaluate(e: float) -> list:
@@ -125,16 +125,7 @@ def egress(out: Path, lat: float) -> None:
     """The fan-in model with e on every switch egress link (`fanin.egress_links`) instead of links
     into NICs only: e refitted on the fit half the same way, then every faithful PS and BML run of
     2 MiB or more of both halves simulated both ways at their e, L x rounds added."""
-    base = core.NetworkModel.nic_capacity
-
-    def on_egress(self, platform):
-        if self.fan_in == 1.0:
-            return None
-        cb = fanin.capacity(self.fan_in)
-        return {link: cb for link in fanin.egress_links(platform.routes.values())}
-
-    pts = [(folder, p, m, sum(p.algo.step_rounds(p.plan))) for folder in FOLDERS for p, m in _preps(folder)
-           if p.algo.name in FIT_ALGOS and (m.get("gradient_bytes") or 0) >= LATENCY_MIN_BYTES]
+    pts = _points(FOLDERS)
 
     def simulate(e: float, rows) -> list:
         return [core.project(dataclasses.replace(p, req=dataclasses.replace(p.req, fan_in=e, reduce="off"),
@@ -143,13 +134,14 @@ def egress(out: Path, lat: float) -> None:
     fit_pts = [x for x in pts if in_fit_half(projected_name(x[0]))]
     e_nic = json.loads((ROOT / "docs/results/projection-fan-in-fit/summary.json").read_text())["fan_in_efficiency"]
     nic = simulate(e_nic, pts)
-    try:
-        core.NetworkModel.nic_capacity = on_egress
+    nic_links = fanin.nic_links
+    try:  # the model's links (NetworkModel.nic_capacity asks fanin.nic_links): every switch egress instead
+        fanin.nic_links = fanin.egress_links
         e_egress, cost = fanin.fit(lambda e: [(s + lat * k) / m["median_sync_seconds"]
                                               for s, (_, _, m, k) in zip(simulate(e, fit_pts), fit_pts)])
         eg = simulate(e_egress, pts)
     finally:
-        core.NetworkModel.nic_capacity = base
+        fanin.nic_links = nic_links
     runs = [{**_key(f, p, m), "rounds": k, "fit": in_fit_half(projected_name(f)),
              "simulated_seconds": {"nic": a + lat * k, "egress": b + lat * k}}
             for (f, p, m, k), a, b in zip(pts, nic, eg)]
@@ -175,10 +167,11 @@ if __name__ == "__main__":
     ap.add_argument("what", choices=("options", "fit", "egress"))
     ap.add_argument("--round-latency", type=float, help="L (s per round) added in the fit; default: projection-latency-fit's")
     a = ap.parse_args()
-    lat = a.round_latency if a.round_latency is not None else None
     if a.what == "options":
         options(ROOT / "docs/results/projection-fan-in-options")
-    elif a.what == "egress":
-        egress(ROOT / "docs/results/projection-fan-in-egress", lat if lat is not None else _round_latency())
     else:
-        fit(ROOT / "docs/results/projection-fan-in-fit", a.round_latency if a.round_latency is not None else _round_latency())
+        lat = a.round_latency if a.round_latency is not None else _round_latency()
+        if a.what == "egress":
+            egress(ROOT / "docs/results/projection-fan-in-egress", lat)
+        else:
+            fit(ROOT / "docs/results/projection-fan-in-fit", lat)

@@ -232,6 +232,7 @@ def projection_families(data: dict) -> list[str]:
 SMALL_MESSAGES = ("small-messages/bcube32", "small-messages/bcube32-check")  # in PROJECTED: fit, held out
 SMALL_REPEAT = "small-messages/bcube32-check-r2"  # the held-out file run again right after: not projected
 SMALL_50 = tuple(f"small-messages/syncs50-{k}-r{i}" for k in ("16k", "64k") for i in (1, 2))  # 50 syncs a run
+SMALL_REPEATS_FROM = 256 * 1024  # gradient bytes from which the held-out file repeated within about 10%
 SMALL_SOURCES = PROJECTION_SOURCES + tuple(f"{f}/summary.json" for f in (SMALL_REPEAT, *SMALL_50))
 
 
@@ -250,7 +251,7 @@ def projection_small_messages(data: dict) -> list[str]:
     cells, ratios, held = [], {"small": [], "large": []}, {"small": [], "large": []}
     for r in mine + repeat:
         if not r["fit"] and r["faithful"] is True:
-            held["small" if r["gradient_bytes"] < 256 * 1024 else "large"].append(
+            held["small" if r["gradient_bytes"] < SMALL_REPEATS_FROM else "large"].append(
                 common.ratio(_with_latency(r, lat), r["measured_seconds"]))
         meas, sim, k = r["measured_seconds"], r["simulated_seconds"], r["rounds"]
         n = r["run"]["workers"]
@@ -258,7 +259,7 @@ def projection_small_messages(data: dict) -> list[str]:
         if "repeat_of" in r:
             x = common.ratio(meas, r["repeat_of"]["measured_seconds"])
             again = fmt(x, ".2f")
-            ratios["small" if r["gradient_bytes"] < 256 * 1024 else "large"].append(x)
+            ratios["small" if r["gradient_bytes"] < SMALL_REPEATS_FROM else "large"].append(x)
         half = "fit" if r["fit"] else "held out"
         cells.append([r["experiment"], half + (" (run again)" if "repeat_of" in r else ""), r["algorithm"],
                       fmt(r["gradient_bytes"] / 1024, "g"), fmt(r["gradient_bytes"] / n / 1024, ".1f"), str(k),
