@@ -105,8 +105,9 @@ def test_block_sparse_algorithms_equal_their_references_through_the_worker(tmp_p
                 if chosen is not None and rank < workers:
                     observed.update(next_block=chosen[0], modelled_bytes=chosen[1])
                 got = dict(e["observed"])
-                if rank < workers:  # the compressor's own time: measured, so not in the reference
+                if rank < workers:  # the compressor's own time and the codec's: measured, so not in the reference
                     assert got.pop("sparsify_seconds") >= 0, where
+                    assert got.pop("codec_seconds") > 0, where
                 if rank in plan["owners"]:  # an owner's decode, sum and encode (step 2): measured too
                     assert got.pop("aggregate_seconds") >= 0, where
                 assert got == observed, (where, e["observed"], observed)

@@ -421,6 +421,7 @@ def test_a_single_rank_executes_what_its_reference_says(spec):
         got = dict(state.observed)
         assert got.pop("sparsify_seconds") >= 0  # measured, so not in the reference
         assert got.pop("aggregate_seconds") >= 0  # the single rank owns the one shard: its step 2, timed
+        assert got.pop("codec_seconds") > 0  # its encode, its own shard into the result, its finish
         assert got == observed
         assert observed["blocks_up_sent"] == observed["blocks_down_recv"] == observed["blocks_down_sent"] == 0
         if p["k"] is not None:

@@ -194,9 +194,11 @@ def test_the_sparse_families_declare_their_durations():
     for name in ("topk", "gtopk"):
         assert [(c.key, c.name, c.at) for c in base.get(name).compute] == [
             ("sparsify_seconds", "sparsify", "start"), ("merge_seconds", "merge", "end")]
-    for name in ("omnireduce", "dfs", "topk_ps"):  # a worker's selection; an owner's decode, sum and encode
+    # a worker's selection; an owner's decode, sum and encode; a worker's encode, decodes and finish
+    for name in ("omnireduce", "dfs", "topk_ps"):
         assert [(c.key, c.at, c.across, c.serial, c.stated_as) for c in base.get(name).compute] == [
-            ("sparsify_seconds", "start", "mean", True, "compress"), ("aggregate_seconds", "end", "max", True, "")]
+            ("sparsify_seconds", "start", "mean", True, "compress"), ("aggregate_seconds", "end", "max", True, ""),
+            ("codec_seconds", "end", "mean", True, "")]
     for name, algo in base.registry().items():
         assert len({c.key for c in algo.compute}) == len(algo.compute), name
 

@@ -294,8 +294,20 @@ def _owner_observed(plan: dict, agg: Aggregate, owner: int) -> dict:
 # steps being serial. Runs logged before it was timed (docs/results/dfs-resnet18-digits) lack it,
 # and replay as before.
 AGGREGATE = Compute("aggregate_seconds", "aggregate", "end", across="max")
-# a worker's error feedback, selection and blocks; an owner's aggregation; logged as durations
-COMPUTE = (SPARSIFY, AGGREGATE)
+# A worker's own CPU in the sync besides its selection: encoding its pushes (before the first is
+# sent), decoding the pulls into its result (after each arrived; the receive's wait is not in it)
+# and its finish (the residual update; DFS's choice of the next block size). Serial but for the
+# decodes, which may overlap a later owner's pull still in flight; the sync waits for the slowest
+# worker (`<key>_slowest`). Runs logged before it was timed lack it and replay without it.
+CODEC = Compute("codec_seconds", "codec", "end")
+# a worker's error feedback, selection and blocks; an owner's aggregation; a worker's codec; logged
+# as durations
+COMPUTE = (SPARSIFY, AGGREGATE, CODEC)
+
+
+def timed(state, key: str):
+    """`state.computing(key)`, or nothing without a state (the oracle, tests calling `exchange`)."""
+    return state.computing(key) if state is not None else nullcontext()
 
 
 def summarize(observed: dict) -> dict:
@@ -383,7 +395,8 @@ class Exchange:
 
 def exchange(plan: dict, rules: Rules, comm, contribution: Contribution | None, state=None) -> Exchange:
     """Steps 1-3 on this rank; `contribution` is None on a dedicated server. With `state` (the
-    rank's `SyncState`), an owner's step 2 is timed as the Compute `AGGREGATE`."""
+    rank's `SyncState`), an owner's step 2 is timed as the Compute `AGGREGATE` and a worker's
+    encoding and decoding as `CODEC`."""
     me, n, owners, nic, d = comm.rank, plan["workers"], plan["owners"], plan["nic"], plan["elements"]
     works, keep = [], []  # keep: tensors referenced until their sends completed
     observed: dict = {}
@@ -391,7 +404,10 @@ def exchange(plan: dict, rules: Rules, comm, contribution: Contribution | None, 
     up_sent = 0
 
     t0 = time.time()  # 1. push
-    pushes = push_words(plan, contribution) if contribution is not None else None
+    pushes = None
+    if contribution is not None:
+        with timed(state, CODEC.key):
+            pushes = push_words(plan, contribution)
     pushed_bytes = 0
     if pushes is not None:
         spans = blocks.shard_blocks(d, block, len(owners))
@@ -407,7 +423,7 @@ def exchange(plan: dict, rules: Rules, comm, contribution: Contribution | None, 
                  for w in range(n)]
         if block is None:  # a dedicated server learns the block size from the pushes
             block = rules.block_of(words[0][:rules.up_words].tolist())
-        with state.computing(AGGREGATE.key) if state is not None else nullcontext():
+        with timed(state, AGGREGATE.key):
             agg = aggregate(plan, rules, mine, block, words)
     comm.record(tree=0, stage=0, nic=nic, phase="push", t0=t0, t1=time.time(), bytes=pushed_bytes)
 
@@ -421,17 +437,20 @@ def exchange(plan: dict, rules: Rules, comm, contribution: Contribution | None, 
         observed.update(_owner_observed(plan, agg, me))
     result, down_meta = None, {}
     if contribution is not None:
-        result, down_recv = torch.zeros(d, dtype=torch.float32), 0
+        with timed(state, CODEC.key):
+            result, down_recv = torch.zeros(d, dtype=torch.float32), 0
         ranges = blocks.shard_ranges(d, block, len(owners))
         for s, owner in enumerate(owners):
             start, end = ranges[s]
             if owner == me:
-                result[start:end] = agg.total
+                with timed(state, CODEC.key):
+                    result[start:end] = agg.total
                 down_meta[s] = agg.down_meta
                 continue
-            msg = blocks.decode(comm.recv_var(owner, torch.int32, nic=nic, tag=PULL_TAG), rules.down_words, block,
-                                start, end)
-            result[msg.indices] = msg.values
+            words = comm.recv_var(owner, torch.int32, nic=nic, tag=PULL_TAG)
+            with timed(state, CODEC.key):
+                msg = blocks.decode(words, rules.down_words, block, start, end)
+                result[msg.indices] = msg.values
             down_meta[s] = msg.meta
             down_recv += msg.blocks
         observed.update(_worker_observed(contribution, up_sent, down_recv))
@@ -475,7 +494,8 @@ def execute_fixed(plan: dict, comm, grads, state):
             c, acc = topk_then_blocks(plan, flat, residual)
     ex = exchange(plan, fixed(plan), comm, c, state)
     if residual is not None:
-        residual.update(acc, c.kept)
+        with state.computing(CODEC.key):
+            residual.update(acc, c.kept)
     state.observed.update(ex.observed)
     return ex.result if ex.result is not None else flat
 

@@ -156,8 +156,9 @@ def execute(plan: dict, comm, grads, state):
         acc = residual.accumulate(flat)  # 1.
         c = contribution(plan, acc, block)  # 2.
     ex = bs.exchange(plan, rules(plan), comm, c, state)  # 3., 4. (the owner's 4. timed: bs.AGGREGATE)
-    chosen, cost = decide(plan, ex.down_meta)  # 5.
-    residual.update(acc, c.kept)  # 6.
+    with state.computing(bs.CODEC.key):  # the worker's finish, timed with its encode and decodes
+        chosen, cost = decide(plan, ex.down_meta)  # 5.
+        residual.update(acc, c.kept)  # 6.
     _remember(state.memory, plan, block, chosen)
     state.observed.update(ex.observed, next_block=chosen, modelled_bytes=cost)
     return ex.result
