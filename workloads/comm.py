@@ -10,8 +10,8 @@ NIC, under `PrefixStore(f"g:{id}")`; only member ranks build it (group rank = in
 `spec.ranks`). torch 2.13 needs no default group for any of this.
 
 Executors only see this object: `send`/`recv` by global rank on a NIC (they return Gloo
-`Work`; post the pairs, then wait), `send_var`/`recv_var` for messages whose size only the
-sender knows (a size header, then the data), `group(id)`, `barrier()`, and `record(**event)` for
+`Work`; post the pairs, then wait), `send_var`/`recv_var`/`recv_vars` for messages whose size
+only the sender knows (a size header, then the data), `group(id)`, `barrier()`, and `record(**event)` for
 timeline events that the worker writes into the rank's JSONL log. `sent` and `messages` count
 the payload bytes and sends handed to `send` per (dst, nic); the parallel tests compare them
 with `traffic(plan)`.
@@ -146,6 +146,19 @@ class Comm:
         if out.numel():
             self.recv(out, src, nic, tag + self.VAR_DATA_TAG).wait()
         return out
+
+    def recv_vars(self, srcs: list, dtype: torch.dtype, nic: int = 0, tag: int = 0) -> list:
+        """Receive what each rank of `srcs` sent with `send_var` (blocking), all at once: every
+        header's receive is posted before any is waited for, then every payload's. A Gloo send
+        waits until its receive is posted, so `recv_var` one sender after another would let the
+        senders' messages through one at a time: here they flow together."""
+        headers = [torch.zeros(1, dtype=torch.int64) for _ in srcs]
+        for work in [self.recv(h, src, nic, tag) for h, src in zip(headers, srcs)]:
+            work.wait()
+        outs = [torch.empty(int(h[0]), dtype=dtype) for h in headers]
+        for work in [self.recv(out, src, nic, tag + self.VAR_DATA_TAG) for out, src in zip(outs, srcs) if out.numel()]:
+            work.wait()
+        return outs
 
     def _check_peer(self, peer: int) -> None:
         if not 0 <= peer < self.world or peer == self.rank:

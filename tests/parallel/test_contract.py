@@ -142,6 +142,27 @@ def test_variable_size_messages_round_trip_and_are_counted(tmp_path):
     assert res[0] == {(1, 0): 3 * 8 + 4 * 1 + 4 * 1000}
 
 
+def _vars_child(rank, store_path, out):
+    import traceback
+    try:
+        comm = Comm(rank, 3, store_path, ["lo"])
+        if rank == 0:  # one receive per sender, all posted at once; any order of the senders
+            got = comm.recv_vars([2, 1], torch.float32, tag=5)
+            out.put(("ok", rank, [g.tolist() for g in got]))
+        else:
+            for w in comm.send_var(torch.arange(1000 * (rank == 1), dtype=torch.float32) + rank, 0, tag=5):
+                w.wait()
+            out.put(("ok", rank, dict(comm.sent)))
+    except BaseException:
+        out.put(("error", rank, traceback.format_exc()))
+
+
+def test_variable_size_messages_from_several_senders_at_once(tmp_path):
+    res = spawn_ranks(3, _vars_child, lambda r: (r, str(tmp_path / "store")), timeout_s=60)
+    assert res[0] == [[], [float(i + 1) for i in range(1000)]]  # rank 2's empty message, then rank 1's
+    assert res[1] == {(0, 0): 8 + 4 * 1000} and res[2] == {(0, 0): 8}
+
+
 def test_sparse_synthetic_gradients_have_zero_blocks_and_an_exact_sum():
     from workloads.gradients import SyntheticGradients
 

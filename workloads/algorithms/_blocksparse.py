@@ -20,7 +20,10 @@ shard i; dedicated: ranks W..W+S-1), shards of whole blocks (`blocks.shard_block
 3. Pull: the owner sends every worker but itself one message (tag PULL_TAG) with the union's
    blocks of the summed shard; every worker writes them into a zeroed result.
 Every rank posts all its sends before its first blocking receive, so no ordering of ranks
-can deadlock Gloo; sends are waited for at the end.
+can deadlock Gloo; sends are waited for at the end. A step's receives are posted all at once
+(`Comm.recv_vars`): a Gloo send waits until its receive is posted, and receiving one sender
+after another (before 2026-11-28, `recv_var` in rank order) let an owner's pushes, and a
+worker's pulls, through one at a time, every owner starting with the same sender.
 
 `simulate` does the same sync in one process over every worker's contribution and returns
 what every rank must hold, send (the very same int32 words, so the bytes) and observe: the
@@ -295,10 +298,9 @@ def _owner_observed(plan: dict, agg: Aggregate, owner: int) -> dict:
 # and replay as before.
 AGGREGATE = Compute("aggregate_seconds", "aggregate", "end", across="max")
 # A worker's own CPU in the sync besides its selection: encoding its pushes (before the first is
-# sent), decoding the pulls into its result (after each arrived; the receive's wait is not in it)
-# and its finish (the residual update; DFS's choice of the next block size). Serial but for the
-# decodes, which may overlap a later owner's pull still in flight; the sync waits for the slowest
-# worker (`<key>_slowest`). Runs logged before it was timed lack it and replay without it.
+# sent), decoding the pulls into its result (after every pull arrived) and its finish (the
+# residual update; DFS's choice of the next block size): serial, and the sync waits for the
+# slowest worker (`<key>_slowest`). Runs logged before it was timed lack it and replay without it.
 CODEC = Compute("codec_seconds", "codec", "end")
 # a worker's error feedback, selection and blocks; an owner's aggregation; a worker's codec; logged
 # as durations
@@ -419,8 +421,9 @@ def exchange(plan: dict, rules: Rules, comm, contribution: Contribution | None, 
                 up_sent += int(contribution.mask[spans[s][0]:spans[s][1]].sum())
     agg, mine = None, owners.index(me) if me in owners else None
     if mine is not None:  # 2. aggregate my shard
-        words = [pushes[mine] if w == me else comm.recv_var(w, torch.int32, nic=nic, tag=PUSH_TAG)
-                 for w in range(n)]
+        senders = [w for w in range(n) if w != me]
+        got = dict(zip(senders, comm.recv_vars(senders, torch.int32, nic=nic, tag=PUSH_TAG))) if senders else {}
+        words = [pushes[mine] if w == me else got[w] for w in range(n)]
         if block is None:  # a dedicated server learns the block size from the pushes
             block = rules.block_of(words[0][:rules.up_words].tolist())
         with timed(state, AGGREGATE.key):
@@ -440,6 +443,8 @@ def exchange(plan: dict, rules: Rules, comm, contribution: Contribution | None, 
         with timed(state, CODEC.key):
             result, down_recv = torch.zeros(d, dtype=torch.float32), 0
         ranges = blocks.shard_ranges(d, block, len(owners))
+        senders = [owner for owner in owners if owner != me]
+        pulls = dict(zip(senders, comm.recv_vars(senders, torch.int32, nic=nic, tag=PULL_TAG))) if senders else {}
         for s, owner in enumerate(owners):
             start, end = ranges[s]
             if owner == me:
@@ -447,7 +452,7 @@ def exchange(plan: dict, rules: Rules, comm, contribution: Contribution | None, 
                     result[start:end] = agg.total
                 down_meta[s] = agg.down_meta
                 continue
-            words = comm.recv_var(owner, torch.int32, nic=nic, tag=PULL_TAG)
+            words = pulls[owner]
             with timed(state, CODEC.key):
                 msg = blocks.decode(words, rules.down_words, block, start, end)
                 result[msg.indices] = msg.values
