@@ -207,6 +207,23 @@ def test_the_same_day_cost_check_fits_one_folder_and_checks_the_other():
         ("sparsify_seconds", "20.00 ns", "1.00", "2 of 2 |"), ("aggregate_seconds", "1.00 ns", "1.00", "2 of 2 |")]
 
 
+def test_the_receives_table_sets_the_three_same_file_folders_side_by_side():
+    """projection-blocksparse-receives: every block-sparse run of each folder, its measured median
+    as summary.json has it (a run that was not faithful shown as such), none of them fitted on."""
+    proj = doctables.projection
+    root = Path(__file__).resolve().parents[2] / "docs" / "results"
+    assert not any(proj.in_fit_half(f) for f, _ in proj.RECEIVES)  # all held out: nothing is fitted on them
+    lines = proj.projection_blocksparse_receives(docs.load_sources(root, proj.FAN_IN_SOURCES))
+    rows = {(r[0][2:], r[1]): r for r in (line.split(" | ") for line in lines if line.startswith("| ")) if r[1] != "model"}
+    for i, (folder, _) in enumerate(proj.RECEIVES):
+        for run in json.loads((root / folder / "summary.json").read_text())["runs"]:
+            if run["algorithm"] not in ("dfs", "omnireduce", "topk_ps"):
+                continue
+            cell = rows[(run["algo_spec"], run["model"])][2 + 2 * i]
+            faithful = (run.get("fidelity") or {}).get("faithful")
+            assert cell == (f"{run['median_sync_seconds']:.3f}" if faithful else "– (not faithful)"), (folder, run)
+
+
 def test_a_projection_older_than_its_measured_folder_is_refused():
     folder = doctables.projection.PROJECTED[0]
     name = doctables.projection.projected_name(folder)

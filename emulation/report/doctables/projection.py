@@ -10,7 +10,7 @@ from emulation.results.load import MB, num
 
 
 PROJECTED = ("default", "bml-bcube32-vs-ps-fattree", "bml-bcube42-vs-ps-fattree", "dfs-resnet18-digits",
-             "dfs-resnet18-digits-held-out",
+             "dfs-resnet18-digits-held-out", "dfs-resnet18-digits-codec-logged", "dfs-resnet18-digits-concurrent-recv",
              "train-lenet5-digits", "mgwfbp-fattree8", "mgwfbp-fattree8-resnet50",
              *(f"forest-scenarios/{f}" for f in FOREST),
              *(f"gtopk-scaling-fattree/p{p}" for p in (4, 8, 16, 32)),
@@ -164,7 +164,8 @@ def projection_latency_fit(data: dict) -> list[str]:
 
 
 ADDITIVITY = tuple(f"projection-validation/{projected_name(f)}/summary-latency{x}.json"  # the folders of 2026-11-23
-                   for f in PROJECTED if f not in ("gtopk-scaling-fattree/p32", "dfs-resnet18-digits-held-out")
+                   for f in PROJECTED if f not in ("gtopk-scaling-fattree/p32", "dfs-resnet18-digits-held-out",
+                                                 "dfs-resnet18-digits-codec-logged", "dfs-resnet18-digits-concurrent-recv")
                    and not f.startswith("small-messages/")
                    for x in ("0", "3.1ms"))
 
@@ -529,14 +530,22 @@ def projection_compute(data: dict) -> list[str]:
                       fmt(replayed, ".3f"), fmt(r["simulated_seconds"], ".3f"), fmt(r["sim_over_measured"], ".2f"),
                       fmt(modelled, ".3f"), fmt(common.ratio(modelled, r["measured_seconds"]), ".2f"),
                       verdict(r["run"])])
-    agg = [num(r["run"].get("aggregate_seconds")) / r["measured_seconds"] for r in _compute_rows(data)
-           if num(r["run"].get("aggregate_seconds")) is not None and r["measured_seconds"]]
+    lines = []
+    for key, what in BLOCK_SPARSE_COMPUTE:
+        shares = [num(r["run"].get(key)) / r["measured_seconds"] for r in _compute_rows(data)
+                  if num(r["run"].get(key)) is not None and r["measured_seconds"]]
+        lines.append(f"{what} (`{key}`, logged by {len(shares)} runs): {span([100 * x for x in shares], '.1f')}% "
+                     "of their measured syncs." if shares else f"No run logged {what[0].lower()}{what[1:]} (`{key}`).")
     return table(["experiment", "half", "topology", "algorithm", "model", "N", "bytes", "measured s",
                   "network only s", "sim/meas", "compute (logged, slowest rank) s", "simulated s", "sim/meas",
-                  "simulated s, fitted compute", "sim/meas", "faithful"], cells) + [
-        "", f"The block-sparse owners' aggregation (`aggregate_seconds`, the slowest owner's, logged by "
-            f"{len(agg)} runs): {span([100 * x for x in agg], '.1f')}% of their measured syncs." if agg else
-        "No run logged the block-sparse owners' aggregation (`aggregate_seconds`)."]
+                  "simulated s, fitted compute", "sim/meas", "faithful"], cells) + [x for line in lines for x in ("", line)]
+
+
+# the block-sparse computes besides the selection, each line under the compute table: the figure
+# the replay charges (the slowest rank's) as a share of the measured sync
+BLOCK_SPARSE_COMPUTE = (("aggregate_seconds", "The block-sparse owners' aggregation, the slowest owner's"),
+                        ("codec_seconds_slowest", "The block-sparse workers' encoding, decoding and residual "
+                                                  "update, the slowest worker's"))
 
 
 # ---- fan-in (emulation/simulator/fanin.py; scripts/fan_in.py) ---------------------------
@@ -614,6 +623,38 @@ def projection_fan_in_egress(data: dict) -> list[str]:
     return lines + ["", "Within 10%, L = " + f"{lat * 1e3:.2f} ms added: " + "; ".join(
         f"{half}, {'into NICs' if k == 'nic' else 'every switch egress'}: {_within(v)} of {len(v)}"
         for (half, k), v in sorted(within.items(), key=lambda kv: (kv[0][0], kv[0][1] != "nic"))) + "."]
+
+
+# the same file run three times on 2026-11-28 as the block-sparse executors changed (folder, what it ran)
+RECEIVES = (("dfs-resnet18-digits-held-out", "receives one sender after another; codec not logged"),
+            ("dfs-resnet18-digits-codec-logged", "one sender after another; codec logged"),
+            ("dfs-resnet18-digits-concurrent-recv", "receives posted together; codec logged"))
+
+
+def projection_blocksparse_receives(data: dict) -> list[str]:
+    """The block-sparse runs of the three same-file folders side by side: measured, and the replay
+    with the fitted e and L over measured (faithful runs; the fan-in table's figures)."""
+    _, lat, rows = _fan_in_rows(data)
+    by = {(r["experiment"], r["algo_spec"], r["model"]): r for r in rows}
+    names = [projected_name(f) for f, _ in RECEIVES]
+    keys = sorted({(r["algo_spec"], r["model"]) for r in rows if r["experiment"] in names
+                   and r["algorithm"] in ("dfs", "omnireduce", "topk_ps")}, key=lambda k: (k[1], k[0]))
+    cells = []
+    for spec, model in keys:
+        row = [spec, str(model)]
+        for name in names:
+            r = by.get((name, spec, model))
+            row += [fmt(r["measured_seconds"], ".3f") if r else "– (not faithful)",
+                    fmt(r["fan_in_ratio"], ".2f") if r else "–"]
+        cells.append(row)
+    head = ["algorithm", "model"]
+    for f, what in RECEIVES:
+        head += [f"{f} ({what}): measured s", "sim/meas"]
+    ratios = [c for c in (by.get((names[-1], s, m)) for s, m in keys) if c and c["fan_in_ratio"] is not None]
+    return table(head, cells) + [
+        "", f"sim/meas: the replay (logged bytes and compute) with the fitted e and L = {lat * 1e3:.2f} ms, as in the "
+            f"fan-in table. With the receives posted together, {_within([c['fan_in_ratio'] for c in ratios])} of "
+            f"{len(ratios)} faithful block-sparse runs are within {TOLERANCE:.0%}."]
 
 
 def projection_fan_in(data: dict) -> list[str]:

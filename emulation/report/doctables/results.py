@@ -71,6 +71,8 @@ RESULTS_INDEX = {  # top folder -> its summaries (the experiments `syncbed run` 
     "bml-bcube42-vs-ps-fattree": ("bml-bcube42-vs-ps-fattree",), "bml-repeats": BML_REPEATS,
     "train-lenet5-digits": ("train-lenet5-digits",), "train-lenet5-digits-r2": ("train-lenet5-digits-r2",),
     "dfs-resnet18-digits": ("dfs-resnet18-digits",), "dfs-resnet18-digits-held-out": ("dfs-resnet18-digits-held-out",),
+    "dfs-resnet18-digits-codec-logged": ("dfs-resnet18-digits-codec-logged",),
+    "dfs-resnet18-digits-concurrent-recv": ("dfs-resnet18-digits-concurrent-recv",),
     "dfs-resnet18-digits-same-day": ("dfs-resnet18-digits-same-day",),
     "hd-default": ("hd-default",), "hd-default-two-level": ("hd-default-two-level",),
     "ddp-resnet20-digits": ("ddp-resnet20-digits",),
