@@ -207,7 +207,7 @@ def test_the_same_day_cost_check_fits_one_folder_and_checks_the_other():
         ("sparsify_seconds", "20.00 ns", "1.00", "2 of 2 |"), ("aggregate_seconds", "1.00 ns", "1.00", "2 of 2 |")]
 
 
-def test_the_receives_table_sets_the_three_same_file_folders_side_by_side():
+def test_the_receives_table_sets_the_same_file_folders_side_by_side():
     """projection-blocksparse-receives: every block-sparse run of each folder, its measured median
     as summary.json has it (a run that was not faithful shown as such), none of them fitted on."""
     proj = doctables.projection

@@ -627,7 +627,7 @@ def projection_fan_in_egress(data: dict) -> list[str]:
         for (half, k), v in sorted(within.items(), key=lambda kv: (kv[0][0], kv[0][1] != "nic"))) + "."]
 
 
-# the same file run three times on 2026-11-28 as the block-sparse executors changed (folder, what it ran)
+# the same file run four times on 2026-11-28 as the block-sparse executors changed (folder, what it ran)
 RECEIVES = (("dfs-resnet18-digits-held-out", "receives one sender after another; codec not logged"),
             ("dfs-resnet18-digits-codec-logged", "one sender after another; codec logged"),
             ("dfs-resnet18-digits-concurrent-recv", "receives posted together; codec logged"),
@@ -635,7 +635,7 @@ RECEIVES = (("dfs-resnet18-digits-held-out", "receives one sender after another;
 
 
 def projection_blocksparse_receives(data: dict) -> list[str]:
-    """The block-sparse runs of the three same-file folders side by side: measured, and the replay
+    """The block-sparse runs of the same-file folders of RECEIVES side by side: measured, and the replay
     with the fitted e and L over measured (faithful runs; the fan-in table's figures)."""
     _, lat, rows = _fan_in_rows(data)
     by = {(r["experiment"], r["algo_spec"], r["model"]): r for r in rows}
