@@ -8,7 +8,7 @@ from emulation.results.columns import NA, fmt, table
 from emulation.results.load import num
 
 
-DFS = "dfs-resnet18-digits/summary.json"
+DFS = "dfs-resnet18-digits-recv-fixed/summary.json"  # the whole file, 2026-11-28, with the fixed receives
 
 
 DFS_FAMILY = ("dfs", "omnireduce", "topk_ps", "ps")
