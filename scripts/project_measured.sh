@@ -12,7 +12,8 @@ cd "$(dirname "$0")/.."
 folders=("$@")
 [ ${#folders[@]} -gt 0 ] || folders=(default bml-bcube32-vs-ps-fattree bml-bcube42-vs-ps-fattree
   dfs-resnet18-digits dfs-resnet18-digits-held-out dfs-resnet18-digits-codec-logged dfs-resnet18-digits-concurrent-recv
-  dfs-resnet18-digits-concurrent-recv-again dfs-resnet18-digits-recv-fixed train-lenet5-digits mgwfbp-fattree8 mgwfbp-fattree8-resnet50
+  dfs-resnet18-digits-concurrent-recv-again dfs-resnet18-digits-recv-fixed dfs-resnet18-digits-fit-half
+  train-lenet5-digits mgwfbp-fattree8 mgwfbp-fattree8-resnet50
   forest-scenarios/forest-s1-homogeneous forest-scenarios/forest-s2-slow-hosts
   forest-scenarios/forest-s3-oversubscribed forest-scenarios/forest-s4-background
   forest-scenarios/forest-s5-bcube-slow-level

@@ -224,6 +224,33 @@ def test_the_receives_table_sets_the_same_file_folders_side_by_side():
             assert cell == (f"{run['median_sync_seconds']:.3f}" if faithful else "– (not faithful)"), (folder, run)
 
 
+def test_the_fitted_block_sparse_rows_charge_the_fit_halfs_models_instead_of_the_logged_compute():
+    """projection-blocksparse-fitted: each faithful block-sparse run's time with e and L is its
+    fan-in projection minus the compute the replay charged, plus what the cost models give; the
+    models come from the fit half only, and every run with the receives posted together is labelled so."""
+    from emulation.simulator import costs
+    from workloads.algorithms import base
+
+    proj = doctables.projection
+    root = Path(__file__).resolve().parents[2] / "docs" / "results"
+    data = docs.load_sources(root, proj.FAN_IN_SOURCES)
+    fits = proj.fitted_costs(data)
+    assert fits and all(r["fit"] for _, rows in fits.values() for r in rows)
+    assert proj.in_fit_half("dfs-resnet18-digits-fit-half")
+    assert {f for f, _ in proj.RECEIVES[2:]} <= set(proj.RECEIVES_TOGETHER) <= set(proj.PROJECTED)
+    rows = proj.blocksparse_fitted_rows(data)
+    assert {r["algorithm"] for r in rows} == set(proj.BLOCK_SPARSE)
+    for r in rows:
+        keys = [c.key for c in base.get(r["algorithm"]).compute if r["run"].get(c.key) is not None]
+        work = costs.work(r["gradient_bytes"] // 4, r["workers"], proj.EMULATION_CORES)
+        charged = sum(fits[(proj.COMPRESSORS[r["algorithm"]], k)][0].seconds(work) for k in keys)
+        expect = r["fan_in_seconds"] - (r["sim"].get("compute_seconds_per_sync") or 0.0) + charged
+        assert r["fitted_seconds"] == pytest.approx(expect)
+        assert r["fitted_ratio"] == pytest.approx(expect / r["measured_seconds"])
+    lines = proj.projection_blocksparse_fitted(data)
+    assert sum(1 for line in lines if line.startswith("| dfs | ")) == 4  # both halves, both receive orders
+
+
 def test_a_projection_older_than_its_measured_folder_is_refused():
     folder = doctables.projection.PROJECTED[0]
     name = doctables.projection.projected_name(folder)

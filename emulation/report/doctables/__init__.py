@@ -28,7 +28,8 @@ from emulation.report.doctables.mgwfbp import (
     mgwfbp_slower, mgwfbp_wfbp_dilated)
 from emulation.report.doctables.projection import (
     ADDITIVITY, BML_SCALE, FAN_IN_EGRESS, FAN_IN_OPTIONS, FAN_IN_SOURCES, PROJECTION_SOURCES, RUNTIMES,
-    RUNTIMES_ALL, SAME_DAY_SOURCES, SMALL_SOURCES, STEP_COST, SWEEP, projection_blocksparse_receives,
+    RUNTIMES_ALL, SAME_DAY_SOURCES, SMALL_SOURCES, STEP_COST, SWEEP, projection_blocksparse_fitted,
+    projection_blocksparse_receives,
     projection_bml_scale, projection_compute, projection_compute_fit, projection_compute_same_day, projection_families,
     projection_fan_in, projection_fan_in_egress, projection_fan_in_options, projection_latency_fit, projection_runtimes,
     projection_runtimes_all, projection_small_messages, projection_sweep, projection_validation, simgrid_step_cost)
@@ -78,6 +79,7 @@ TABLES = {t.id: t for t in [
     Table("projection-small-messages", SMALL_SOURCES, projection_small_messages),
     Table("projection-fan-in", FAN_IN_SOURCES, projection_fan_in),
     Table("projection-blocksparse-receives", FAN_IN_SOURCES, projection_blocksparse_receives),
+    Table("projection-blocksparse-fitted", FAN_IN_SOURCES, projection_blocksparse_fitted),
     Table("projection-fan-in-options", (FAN_IN_OPTIONS,), projection_fan_in_options),
     Table("projection-fan-in-egress", PROJECTION_SOURCES + (FAN_IN_EGRESS,), projection_fan_in_egress),
     Table("projection-compute-fit", PROJECTION_SOURCES, projection_compute_fit),

@@ -9,10 +9,12 @@ from emulation.results.columns import NA, fmt, table
 from emulation.results.load import MB, num
 
 
-# experiments/dfs_resnet18_digits.yaml run again on 2026-11-28, all in the held-out half: four times
-# with 40 iterations, then the whole file (150) with the fixed receives (the DFS paper's table)
+# experiments/dfs_resnet18_digits.yaml run again on 2026-11-28: four times with 40 iterations, then
+# the whole file (150) with the fixed receives (the DFS paper's table), all in the held-out half;
+# then 40 iterations named into the fit half, the first fit-half folder to log aggregate and codec
 DFS_AGAIN = ("dfs-resnet18-digits-held-out", "dfs-resnet18-digits-codec-logged", "dfs-resnet18-digits-concurrent-recv",
-             "dfs-resnet18-digits-concurrent-recv-again", "dfs-resnet18-digits-recv-fixed")
+             "dfs-resnet18-digits-concurrent-recv-again", "dfs-resnet18-digits-recv-fixed",
+             "dfs-resnet18-digits-fit-half")
 PROJECTED = ("default", "bml-bcube32-vs-ps-fattree", "bml-bcube42-vs-ps-fattree", "dfs-resnet18-digits", *DFS_AGAIN,
              "train-lenet5-digits", "mgwfbp-fattree8", "mgwfbp-fattree8-resnet50",
              *(f"forest-scenarios/{f}" for f in FOREST),
@@ -505,6 +507,21 @@ def projection_compute_same_day(data: dict) -> list[str]:
                   f"{SAME_DAY[1]}: measured / modelled s", "modelled/measured", f"within {TOLERANCE:.0%}"], cells)
 
 
+def _modelled_compute(r: dict, fits: dict) -> float | None:
+    """The seconds the fitted cost models charge `r` (a `_validation` row) for the computes its run
+    logged, or None where one of them has no model. Only the logged ones: a run from before a
+    compute was timed lacks it, and its replay charges it nothing, so the two cover the same."""
+    from emulation.simulator import costs
+    from workloads.algorithms import base
+
+    logged = [c for c in base.get(r["algorithm"]).compute if num(r["run"].get(c.key)) is not None]
+    parts = [fits.get((COMPRESSORS.get(r["algorithm"], r["algorithm"]), c.key)) for c in logged]
+    if not logged or not all(parts):
+        return None
+    w = costs.work((r["gradient_bytes"] or 0) // 4, r["workers"], EMULATION_CORES)
+    return sum(p[0].seconds(w) for p in parts)
+
+
 def projection_compute(data: dict) -> list[str]:
     """Sparse and data-dependent runs: simulated with their logged compute means (the replay
     `syncbed project --measured` does) and with the fit half's cost model instead."""
@@ -516,16 +533,8 @@ def projection_compute(data: dict) -> list[str]:
         algo, sim = base.get(r["algorithm"]), r["sim"]
         replayed = sim.get("compute_seconds_per_sync") or 0.0
         network = r["simulated_seconds"] - replayed
-        modelled = None
-        # the computes this run logged (a run from before a compute was timed lacks it, and its
-        # replay charges it nothing): each needs its fitted model, so both columns cover the same
-        logged = [c for c in algo.compute if num(r["run"].get(c.key)) is not None]
-        parts = [fits.get((COMPRESSORS.get(r["algorithm"], r["algorithm"]), c.key)) for c in logged]
-        if logged and all(parts):
-            from emulation.simulator import costs
-
-            w = costs.work((r["gradient_bytes"] or 0) // 4, r["workers"], EMULATION_CORES)
-            modelled = network + sum(p[0].seconds(w) for p in parts)
+        model = _modelled_compute(r, fits)
+        modelled = None if model is None else network + model
         cells.append([r["experiment"], "fit" if r["fit"] else "held out", r["topology"], r["algo_spec"], str(r["model"]),
                       str(r["workers"]), sim.get("bytes_source") or "plan", fmt(r["measured_seconds"], ".3f"),
                       fmt(network, ".3f"), fmt(common.ratio(network, r["measured_seconds"]), ".2f"),
@@ -661,6 +670,52 @@ def projection_blocksparse_receives(data: dict) -> list[str]:
         "", f"sim/meas: the replay (logged bytes and compute) with the fitted e and L = {lat * 1e3:.2f} ms, as in the "
             f"fan-in table. With the receives posted together (the last {len(names) - 2} folders), {_within(ratios)} of "
             f"{len(ratios)} faithful block-sparse runs are within {TOLERANCE:.0%}."]
+
+
+BLOCK_SPARSE = ("dfs", "omnireduce", "topk_ps")
+# the folders whose block-sparse executors posted a step's receives together (Comm.recv_vars)
+RECEIVES_TOGETHER = ("dfs-resnet18-digits-concurrent-recv", "dfs-resnet18-digits-concurrent-recv-again",
+                     "dfs-resnet18-digits-recv-fixed", "dfs-resnet18-digits-fit-half")
+
+
+def blocksparse_fitted_rows(data: dict) -> list[dict]:
+    """The faithful block-sparse runs of the fan-in table, each also with every parameter fitted:
+    e and L as there, and the compute the fit half's cost models charge (`fitted_costs`) in place
+    of the logged compute the replay charges (compute runs at the sync's ends, so it adds)."""
+    fits = fitted_costs(data)
+    out = []
+    for r in _fan_in_rows(data)[2]:
+        if r["algorithm"] not in BLOCK_SPARSE:
+            continue
+        model = _modelled_compute(r, fits)
+        fitted = None if model is None else r["fan_in_seconds"] - (r["sim"].get("compute_seconds_per_sync") or 0.0) + model
+        out.append({**r, "fitted_seconds": fitted, "fitted_ratio": common.ratio(fitted, r["measured_seconds"])})
+    return out
+
+
+def projection_blocksparse_fitted(data: dict) -> list[str]:
+    """The block-sparse runs with every parameter fitted on the fit half (e, L, the cost models),
+    per algorithm and half, beside the replay of the logged compute with the same e and L."""
+    rows = blocksparse_fitted_rows(data)
+    cells = []
+    for algo in BLOCK_SPARSE:
+        for half, of_half in zip(("fit", "held out"), fan_in_split([r for r in rows if r["algorithm"] == algo])):
+            for receives in ("one sender after another", "posted together"):
+                pts = [r for r in of_half if (r["folder"] in RECEIVES_TOGETHER) == (receives == "posted together")]
+                if not pts:
+                    continue
+                logged = [r["fan_in_ratio"] for r in pts if r["fan_in_ratio"] is not None]
+                fitted = [r["fitted_ratio"] for r in pts if r["fitted_ratio"] is not None]
+                cells.append([algo, half, receives, str(len(pts)), ", ".join(sorted({r["experiment"] for r in pts})),
+                              span(logged), f"{_within(logged)} of {len(logged)}", span(fitted),
+                              f"{_within(fitted)} of {len(fitted)}"])
+    missing = sorted({r["experiment"] for r in rows if r["fitted_ratio"] is None})
+    return table(["algorithm", "half", "receives", "faithful runs", "experiments", "sim/meas, logged compute",
+                  f"within {TOLERANCE:.0%}", "sim/meas, fitted compute", f"within {TOLERANCE:.0%}"], cells) + [
+        "", "Both with the fitted e and L x rounds of the fan-in table; \"fitted compute\": the cost models of the "
+            "cost-model table (fit half) in place of each run's logged compute. "
+            + (f"No fitted compute for {', '.join(missing)} (a compute it logged has no model)." if missing else
+               "Every run has a model for each compute it logged.")]
 
 
 def projection_fan_in(data: dict) -> list[str]:

@@ -75,6 +75,7 @@ RESULTS_INDEX = {  # top folder -> its summaries (the experiments `syncbed run` 
     "dfs-resnet18-digits-concurrent-recv": ("dfs-resnet18-digits-concurrent-recv",),
     "dfs-resnet18-digits-concurrent-recv-again": ("dfs-resnet18-digits-concurrent-recv-again",),
     "dfs-resnet18-digits-recv-fixed": ("dfs-resnet18-digits-recv-fixed",),
+    "dfs-resnet18-digits-fit-half": ("dfs-resnet18-digits-fit-half",),
     "dfs-resnet18-digits-same-day": ("dfs-resnet18-digits-same-day",),
     "hd-default": ("hd-default",), "hd-default-two-level": ("hd-default-two-level",),
     "ddp-resnet20-digits": ("ddp-resnet20-digits",),
