@@ -528,9 +528,7 @@ def projection_compute(data: dict) -> list[str]:
     fits = fitted_costs(data)
     cells = []
     for r in _compute_rows(data):
-        from workloads.algorithms import base
-
-        algo, sim = base.get(r["algorithm"]), r["sim"]
+        sim = r["sim"]
         replayed = sim.get("compute_seconds_per_sync") or 0.0
         network = r["simulated_seconds"] - replayed
         model = _modelled_compute(r, fits)
@@ -674,8 +672,7 @@ def projection_blocksparse_receives(data: dict) -> list[str]:
 
 BLOCK_SPARSE = ("dfs", "omnireduce", "topk_ps")
 # the folders whose block-sparse executors posted a step's receives together (Comm.recv_vars)
-RECEIVES_TOGETHER = ("dfs-resnet18-digits-concurrent-recv", "dfs-resnet18-digits-concurrent-recv-again",
-                     "dfs-resnet18-digits-recv-fixed", "dfs-resnet18-digits-fit-half")
+RECEIVES_TOGETHER = (*(f for f, _ in RECEIVES[2:]), "dfs-resnet18-digits-fit-half")
 
 
 def blocksparse_fitted_rows(data: dict) -> list[dict]:
@@ -688,7 +685,8 @@ def blocksparse_fitted_rows(data: dict) -> list[dict]:
         if r["algorithm"] not in BLOCK_SPARSE:
             continue
         model = _modelled_compute(r, fits)
-        fitted = None if model is None else r["fan_in_seconds"] - (r["sim"].get("compute_seconds_per_sync") or 0.0) + model
+        replayed = r["sim"].get("compute_seconds_per_sync") or 0.0
+        fitted = None if model is None else r["fan_in_seconds"] - replayed + model
         out.append({**r, "fitted_seconds": fitted, "fitted_ratio": common.ratio(fitted, r["measured_seconds"])})
     return out
 
