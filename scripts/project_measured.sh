@@ -10,18 +10,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 folders=("$@")
-[ ${#folders[@]} -gt 0 ] || folders=(default bml-bcube32-vs-ps-fattree bml-bcube42-vs-ps-fattree
-  dfs-resnet18-digits dfs-resnet18-digits-held-out dfs-resnet18-digits-codec-logged dfs-resnet18-digits-concurrent-recv
-  dfs-resnet18-digits-concurrent-recv-again dfs-resnet18-digits-recv-fixed dfs-resnet18-digits-fit-half
-  train-lenet5-digits mgwfbp-fattree8 mgwfbp-fattree8-resnet50
-  forest-scenarios/forest-s1-homogeneous forest-scenarios/forest-s2-slow-hosts
-  forest-scenarios/forest-s3-oversubscribed forest-scenarios/forest-s4-background
-  forest-scenarios/forest-s5-bcube-slow-level
-  gtopk-scaling-fattree/p4 gtopk-scaling-fattree/p8 gtopk-scaling-fattree/p16 gtopk-scaling-fattree/p32
-  small-messages/bcube32 small-messages/bcube32-check)
+# default: every folder docs/PROJECTION.md validates (projection.PROJECTED), each with its
+# projection's name (projection.projected_name), so the list is kept in one place
+if [ ${#folders[@]} -eq 0 ]; then
+  mapfile -t folders < <(.venv/bin/python -c 'from emulation.report.doctables.projection import PROJECTED
+print(*PROJECTED, sep="\n")')
+fi
 busy() { ! { flock -n /run/syncbed/lock true 2>/dev/null || [ ! -e /run/syncbed/lock ]; }; }
 for f in "${folders[@]}"; do
-  name=${f#forest-scenarios/}; name=${name//\//-}
+  name=$(.venv/bin/python -c 'import sys; from emulation.report.doctables.projection import projected_name
+print(projected_name(sys.argv[1]))' "$f")
   while busy; do echo "an emulation holds /run/syncbed/lock: waiting 30 s"; sleep 30; done
   echo "== $f -> docs/results/projection-vs-measured/$name"
   .venv/bin/python -m emulation.cli project --measured "docs/results/$f" \

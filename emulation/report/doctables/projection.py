@@ -698,8 +698,8 @@ def projection_blocksparse_fitted(data: dict) -> list[str]:
     cells = []
     for algo in BLOCK_SPARSE:
         for half, of_half in zip(("fit", "held out"), fan_in_split([r for r in rows if r["algorithm"] == algo])):
-            for receives in ("one sender after another", "posted together"):
-                pts = [r for r in of_half if (r["folder"] in RECEIVES_TOGETHER) == (receives == "posted together")]
+            for receives, together in (("one sender after another", False), ("posted together", True)):
+                pts = [r for r in of_half if (r["folder"] in RECEIVES_TOGETHER) == together]
                 if not pts:
                     continue
                 logged = [r["fan_in_ratio"] for r in pts if r["fan_in_ratio"] is not None]
