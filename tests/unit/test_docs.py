@@ -194,6 +194,22 @@ def test_the_small_message_table_shows_every_run_and_the_repeat_against_the_firs
         assert float(row[3]) == pytest.approx(r2["median_sync_seconds"] / r1["median_sync_seconds"], abs=0.006)
 
 
+def test_a_cost_model_is_fitted_on_the_figure_the_replay_charges():
+    """The slowest rank's seconds where a run logged them (the sync waits for it, and the replay
+    charges it: sweep.replayed), else the mean; this CPU's where a real setting's cost was charged."""
+    from emulation.simulator import sweep
+    from workloads.algorithms import base
+
+    proj = doctables.projection
+    assert proj.charged_figure({"k": 1.0, "k_slowest": 1.5}, "k") == 1.5
+    assert proj.charged_figure({"k": 1.0}, "k") == 1.0
+    assert proj.charged_figure({"k": 3.0, "k_slowest": 3.0, "k_cpu": 0.4, "k_charged": 3.0}, "k") == 0.4
+    assert proj.charged_figure({}, "k") is None
+    m = {"sparsify_seconds": 0.2, "sparsify_seconds_slowest": 0.3, "merge_seconds": 0.01}
+    replay = dict(sweep.replayed(base.get("gtopk"), m, None, {})["compute"])
+    assert {k: v.c0 for k, v in replay.items()} == {k: proj.charged_figure(m, k) for k in replay}
+
+
 def test_the_same_day_cost_check_fits_one_folder_and_checks_the_other():
     proj = doctables.projection
 

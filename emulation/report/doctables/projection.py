@@ -418,15 +418,25 @@ def _compute_rows(data: dict) -> list[dict]:
     return [r for r in _validation(data) if base.get(r["algorithm"]).compute or r["sim"].get("bytes_source") == "logged"]
 
 
+def charged_figure(m: dict, key: str) -> float | None:
+    """The seconds of compute `key` a measured run (summary.json's `m`) stands for, as the replay
+    charges them (sweep.replayed): the slowest rank's per sync (`<key>_slowest`) where logged, since
+    the sync waits for it, else the mean; this CPU's mean (`<key>_cpu`) where the run was charged a
+    real setting's cost instead (its slowest rank's is not logged)."""
+    if m.get(f"{key}_charged") is not None:
+        return num(m.get(f"{key}_cpu"))
+    slowest = num(m.get(f"{key}_slowest"))
+    return slowest if slowest is not None else num(m.get(key))
+
+
 def _compute_points(rows, key: str) -> list:
-    """(compressor, work, seconds, row) of every run that logged `key`: this CPU's seconds (the
-    `_cpu` figure where the run was charged a real setting's cost instead)."""
+    """(compressor, work, seconds, row) of every run that logged `key`: `charged_figure`, the
+    slowest rank's seconds where logged, so a cost model stands for what the replay charges."""
     from emulation.simulator import costs
 
     out = []
     for r in rows:
-        m = r["run"]
-        secs = num(m.get(f"{key}_cpu")) if m.get(f"{key}_charged") is not None else num(m.get(key))
+        secs = charged_figure(r["run"], key)
         elements = (r["gradient_bytes"] or 0) // 4
         if secs is None or not elements:
             continue
@@ -492,7 +502,8 @@ def projection_compute_same_day(data: dict) -> list[str]:
         for key in [c.key for c in base.get(algo).compute]:
             def points(runs):
                 return [(costs.work((num(r.get("gradient_bytes")) or 0) // 4, r["workers"], EMULATION_CORES),
-                         num(r.get(key)), r) for r in runs if r["algorithm"] == algo and num(r.get(key)) is not None]
+                         charged_figure(r, key), r) for r in runs
+                        if r["algorithm"] == algo and charged_figure(r, key) is not None]
             fit, held = points(fit_runs), points(held_runs)
             try:
                 model = costs.fit([(w, y) for w, y, _ in fit])
