@@ -15,10 +15,13 @@ from emulation.results.load import MB, num
 DFS_AGAIN = ("dfs-resnet18-digits-held-out", "dfs-resnet18-digits-codec-logged", "dfs-resnet18-digits-concurrent-recv",
              "dfs-resnet18-digits-concurrent-recv-again", "dfs-resnet18-digits-recv-fixed",
              "dfs-resnet18-digits-fit-half")
+# the ResNet-50 gTop-k file again at P = 8 and 16, 2026-11-29, named so that both are held out:
+# the cost models of the selection and merge (fitted on 2026-11-24's P = 8 and 16) on another day
+GTOPK_AGAIN = tuple(f"gtopk-scaling-fattree-r2/p{p}" for p in (8, 16))
 PROJECTED = ("default", "bml-bcube32-vs-ps-fattree", "bml-bcube42-vs-ps-fattree", "dfs-resnet18-digits", *DFS_AGAIN,
              "train-lenet5-digits", "mgwfbp-fattree8", "mgwfbp-fattree8-resnet50",
              *(f"forest-scenarios/{f}" for f in FOREST),
-             *(f"gtopk-scaling-fattree/p{p}" for p in (4, 8, 16, 32)),
+             *(f"gtopk-scaling-fattree/p{p}" for p in (4, 8, 16, 32)), *GTOPK_AGAIN,
              "small-messages/bcube32", "small-messages/bcube32-check")
 
 
@@ -169,7 +172,7 @@ def projection_latency_fit(data: dict) -> list[str]:
 
 
 ADDITIVITY = tuple(f"projection-validation/{projected_name(f)}/summary-latency{x}.json"  # the folders of 2026-11-23
-                   for f in PROJECTED if f not in ("gtopk-scaling-fattree/p32", *DFS_AGAIN)
+                   for f in PROJECTED if f not in ("gtopk-scaling-fattree/p32", *DFS_AGAIN, *GTOPK_AGAIN)
                    and not f.startswith("small-messages/")
                    for x in ("0", "3.1ms"))
 

@@ -85,6 +85,7 @@ RESULTS_INDEX = {  # top folder -> its summaries (the experiments `syncbed run` 
     "mgwfbp-wfbp-dilated": tuple(MGWFBP_WFBP_DILATED),
     "gtopk-scaling": tuple(f"gtopk-scaling/{m}/p{p}" for m in GTOPK_MODELS for p in (4, 8, 16)),
     "gtopk-scaling-fattree": tuple(f"gtopk-scaling-fattree/p{p}" for p in (4, 8, 16, 32)),
+    "gtopk-scaling-fattree-r2": tuple(f"gtopk-scaling-fattree-r2/p{p}" for p in (8, 16)),
     "gtopk-charged": ("gtopk-charged/vgg16-p32-bw20", "gtopk-charged/vgg16-p32-bw5",
                       *(f"gtopk-charged/{m}-p32" for m in GTOPK_MODELS)),
     "cluster-two-servers": ("cluster-two-servers/one-server", "cluster-two-servers/two-servers",
