@@ -281,3 +281,30 @@ def test_a_projection_older_than_its_measured_folder_is_refused():
         doctables.projection._validation({**data, **{f"{f}/summary.json": measured for f in doctables.projection.PROJECTED},
                                **{f"projection-vs-measured/{doctables.projection.projected_name(f)}/summary.json": proj
                                   for f in doctables.projection.PROJECTED}})
+
+
+def test_the_selection_probe_table_sets_the_emulated_selections_beside_the_probe():
+    """projection-selection-probe: every emulated run's logged selection as its summary.json has it,
+    and every probe record, each once."""
+    proj = doctables.projection
+    root = Path(__file__).resolve().parents[2] / "docs" / "results"
+    data = docs.load_sources(root, proj.SELECTION_SOURCES)
+    lines = [line for line in proj.projection_selection_probe(data) if line.startswith("| emulation") or
+             line.startswith("| outside")]
+    runs = [r for f, _ in proj.SELECTION_RUNS for r in data[f"{f}/summary.json"]["runs"] if r.get("sparsify_seconds")]
+    assert len(lines) == len(runs) + len(data[proj.SELECTION_PROBE])
+    for line, r in zip(lines, runs):
+        assert line.split(" | ")[6] == f"{r['sparsify_seconds']:.3f}"
+
+
+def test_the_selection_probe_times_every_process_at_a_barrier():
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "scripts" / "selection_probe.py"
+    spec = importlib.util.spec_from_file_location("selection_probe", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    rec = mod.probe(20_000, 2, 2)
+    assert rec["procs"] == 2 and rec["elements"] == 20_000
+    assert 0 < rec["mean_seconds"] <= rec["slowest_seconds"] + 1e-12
+    assert mod.main(["--elements", "10", "--procs", "1"]) == 2  # refused in one line

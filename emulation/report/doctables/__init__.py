@@ -28,11 +28,11 @@ from emulation.report.doctables.mgwfbp import (
     mgwfbp_slower, mgwfbp_wfbp_dilated)
 from emulation.report.doctables.projection import (
     ADDITIVITY, BML_SCALE, FAN_IN_EGRESS, FAN_IN_OPTIONS, FAN_IN_SOURCES, PROJECTION_SOURCES, RUNTIMES,
-    RUNTIMES_ALL, SAME_DAY_SOURCES, SMALL_SOURCES, STEP_COST, SWEEP, projection_blocksparse_fitted,
+    RUNTIMES_ALL, SAME_DAY_SOURCES, SELECTION_SOURCES, SMALL_SOURCES, STEP_COST, SWEEP, projection_blocksparse_fitted,
     projection_blocksparse_receives,
     projection_bml_scale, projection_compute, projection_compute_fit, projection_compute_same_day, projection_families,
     projection_fan_in, projection_fan_in_egress, projection_fan_in_options, projection_latency_fit, projection_runtimes,
-    projection_runtimes_all, projection_small_messages, projection_sweep, projection_validation, simgrid_step_cost)
+    projection_runtimes_all, projection_selection_probe, projection_small_messages, projection_sweep, projection_validation, simgrid_step_cost)
 from emulation.report.doctables.papers_scale import (
     FOREST_SCALE, GTOPK_SCALE, MGWFBP_SCALE, projection_forest_scale, projection_gtopk_scale, projection_mgwfbp_scale)
 from emulation.report.doctables.results import (
@@ -85,6 +85,7 @@ TABLES = {t.id: t for t in [
     Table("projection-compute-fit", PROJECTION_SOURCES, projection_compute_fit),
     Table("projection-compute", PROJECTION_SOURCES, projection_compute),
     Table("projection-compute-same-day", SAME_DAY_SOURCES, projection_compute_same_day),
+    Table("projection-selection-probe", SELECTION_SOURCES, projection_selection_probe),
     Table("projection-sweep", SWEEP, projection_sweep),
     Table("projection-bml-scale", BML_SCALE, projection_bml_scale),
     Table("projection-runtimes", RUNTIMES, projection_runtimes),

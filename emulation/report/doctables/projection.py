@@ -521,6 +521,38 @@ def projection_compute_same_day(data: dict) -> list[str]:
                   f"{SAME_DAY[1]}: measured / modelled s", "modelled/measured", f"within {TOLERANCE:.0%}"], cells)
 
 
+# the top-k selection inside the emulation and outside it, P = 8, ResNet-50 / 8 (issue #23): the
+# 2026-11-24 folder, the held-out reruns of 2026-11-29 (one from the code of 2026-11-24, a git
+# worktree at 7f6a47b7) and scripts/selection_probe.py run before, between and after two of them
+SELECTION_RUNS = (("gtopk-scaling-fattree/p8", "2026-11-24, the code of then"),
+                  ("gtopk-scaling-fattree-r2/p8", "2026-11-29, today's code"),
+                  ("gtopk-scaling-fattree-r2/same-hour-p8", "2026-11-29, today's code"),
+                  ("gtopk-scaling-fattree-r2/code-2026-11-24-p8", "2026-11-29, the code of 2026-11-24 (7f6a47b7)"))
+SELECTION_PROBE = "gtopk-scaling-fattree-r2/selection-probe.json"
+SELECTION_SOURCES = (*(f"{f}/summary.json" for f, _ in SELECTION_RUNS), SELECTION_PROBE)
+
+
+def projection_selection_probe(data: dict) -> list[str]:
+    """The same selection (same elements, P = 8 processes on this machine's cores) timed by the
+    emulated workers and by scripts/selection_probe.py outside any emulation."""
+    cells = []
+    for folder, what in SELECTION_RUNS:
+        s = data[f"{folder}/summary.json"]
+        for r in s.get("runs", []):
+            if num(r.get("sparsify_seconds")) is None:
+                continue
+            cells.append([f"emulation: `{folder}`", (s.get("started") or "")[:16], what, r["algorithm"],
+                          str(r["workers"]), str((r.get("gradient_bytes") or 0) // 4), fmt(r["sparsify_seconds"], ".3f"),
+                          fmt(num(r.get("sparsify_seconds_slowest")), ".3f") if r.get("sparsify_seconds_slowest")
+                          else "– (not logged then)", verdict(r)])
+    for rec in data[SELECTION_PROBE]:
+        cells.append([f"outside: `scripts/selection_probe.py` ({rec['label']})", rec["at"][:16], "today's code",
+                      "the same selection", str(rec["procs"]), str(rec["elements"]), fmt(rec["mean_seconds"], ".3f"),
+                      fmt(rec["slowest_seconds"], ".3f"), NA])
+    return table(["where", "when", "code", "algorithm", "P (processes)", "elements", "selection s, mean over ranks",
+                  "slowest rank's", "faithful"], cells)
+
+
 def _modelled_compute(r: dict, fits: dict) -> float | None:
     """The seconds the fitted cost models charge `r` (a `_validation` row) for the computes its run
     logged, or None where one of them has no model. Only the logged ones: a run from before a
