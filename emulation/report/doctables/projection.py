@@ -523,7 +523,7 @@ def projection_compute_same_day(data: dict) -> list[str]:
 
 # the top-k selection inside the emulation and outside it, P = 8, ResNet-50 / 8 (issue #23): the
 # 2026-11-24 folder, the held-out reruns of 2026-11-29 (one from the code of 2026-11-24, a git
-# worktree at 7f6a47b7) and scripts/selection_probe.py run before, between and after two of them
+# worktree at 7f6a47b7) and scripts/selection_probe.py (the workers' own selection code) the same morning
 SELECTION_RUNS = (("gtopk-scaling-fattree/p8", "2026-11-24, the code of then"),
                   ("gtopk-scaling-fattree-r2/p8", "2026-11-29, today's code"),
                   ("gtopk-scaling-fattree-r2/same-hour-p8", "2026-11-29, today's code"),
@@ -547,7 +547,7 @@ def projection_selection_probe(data: dict) -> list[str]:
                           else "– (not logged then)", verdict(r)])
     for rec in data[SELECTION_PROBE]:
         cells.append([f"outside: `scripts/selection_probe.py` ({rec['label']})", rec["at"][:16], "today's code",
-                      "the same selection", str(rec["procs"]), str(rec["elements"]), fmt(rec["mean_seconds"], ".3f"),
+                      "the workers' selection (Top-k's sparsify)", str(rec["procs"]), str(rec["elements"]), fmt(rec["mean_seconds"], ".3f"),
                       fmt(rec["slowest_seconds"], ".3f"), NA])
     return table(["where", "when", "code", "algorithm", "P (processes)", "elements", "selection s, mean over ranks",
                   "slowest rank's", "faithful"], cells)
