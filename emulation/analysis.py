@@ -739,6 +739,8 @@ def analyze_run(run_dir: Path) -> dict:
         "switches_total": len(topo.switches()),
         "correct": times["correct"], "worker_errors": times["errors"],
         "dir": run_dir.name, "status": meta.get("status", "ok"), "error": meta.get("error"),
+        # this machine's speed at the run's start (emulation/cpuprobe.py); runs before 2026-11-29 lack it
+        "cpu_probe_seconds": (meta.get("cpu_probe") or {}).get("fastest_seconds"),
         "algo_spec": job.get("algo_spec", job["algorithm"]), "data_dependent": algo.data_dependent,
         **algo.describe(job["plan"]),
     }

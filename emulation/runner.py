@@ -28,7 +28,7 @@ from pathlib import Path
 import yaml
 
 from controllers.launcher import Controller
-from emulation import analysis, checks, linkprobe, replan, switch_priority
+from emulation import analysis, checks, cpuprobe, linkprobe, replan, switch_priority
 from emulation.background import Background
 from emulation.config import backward_for, charged_compute
 from emulation.calibrate import calibrate
@@ -404,6 +404,7 @@ class Experiment:
             if replan.needs_background(run):  # its planner packs what the flows leave: probe them, plan again
                 replan.apply_background(run, bg.measure())
                 write_job(run, cfg, rdir, base.get(run.algorithm).groups(run.plan))  # before any worker reads it
+            meta["cpu_probe"] = cpuprobe.measure()  # this machine's speed now, before its workers compute
             workers.start()
             connect_s = workers.wait_connected(cfg.timeout)
             # capture and CPU monitor cover the iterations only: start-up (torch imports,

@@ -24,15 +24,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository's workloads package
 
-DENSITY = 0.001  # the density of the gTop-k folders it is compared with
 
 
 def _select(elements: int, workers: int, rank: int, reps: int, idle: float, barrier, queue) -> None:
     import torch
 
+    from emulation.cpuprobe import DENSITY, select_once
     from workloads.algorithms.topk import k_of
     from workloads.gradients import SyntheticGradients
-    from workloads.sparse import Residual, SparseSet
+    from workloads.sparse import Residual
 
     torch.set_num_threads(1)
     source, residual = SyntheticGradients(workers, elements, 0), Residual(elements)
@@ -42,11 +42,7 @@ def _select(elements: int, workers: int, rank: int, reps: int, idle: float, barr
         grad = source.mine(rank, it)  # the run's own gradient of this rank and iteration (seed 0)
         time.sleep(idle)  # what a worker does during the emulated backward pass
         barrier.wait()
-        t0 = time.perf_counter()
-        acc = residual.accumulate(grad)  # what topk.execute times as SPARSIFY
-        local = SparseSet.topk(acc, k)
-        out.append(time.perf_counter() - t0)
-        residual.update(acc, local.indices)  # error feedback, untimed, as Top-k does
+        out.append(select_once(residual, grad, k))
     queue.put(out)
 
 

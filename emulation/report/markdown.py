@@ -111,6 +111,7 @@ def md_run_fidelity(rd: RunData) -> list[str]:
              f"- CPU: ovs-vswitchd {fmt(f.get('ovs_cpu_percent'), '.0f')}%, "
              f"workers {fmt(f.get('workers_cpu_percent'), '.0f')}%",
              f"- busiest link: {describe(f.get('busiest_link'))}",
+             f"- CPU probe at the start (emulation/cpuprobe.py): {fmt(num(rd.run.get('cpu_probe_seconds')), '.4f')} s",
              f"- capture drops: {describe(f.get('capture_drops'))}"]
     lines += [f"- reason: {r}" for r in f.get("reasons") or []]
     lines += [f"- note: {n}" for n in f.get("notes") or []]

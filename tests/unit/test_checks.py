@@ -221,3 +221,13 @@ def test_runs_recorded_before_the_copy_find_their_probe_in_the_experiment(tmp_pa
     assert analysis.link_probe(rdir, json.loads((rdir / "job.json").read_text())) is None
     _, rdir = experiment(tmp_path / "c", algorithm="ring", copy=False, real_setting=True)  # scaled to the setting
     assert analysis.link_probe(rdir, json.loads((rdir / "job.json").read_text())) == POOR
+
+
+def test_the_runs_cpu_probe_reaches_its_summary(tmp_path):
+    """run.json's `cpu_probe` (emulation/cpuprobe.py, measured by the runner before the workers
+    start) is summary.json's `cpu_probe_seconds`; a run from before it has None."""
+    folder, rdir = experiment(tmp_path)
+    assert analysis.analyze_run(rdir)["cpu_probe_seconds"] is None
+    (rdir / "run.json").write_text(json.dumps({"status": "ok", "error": None,
+                                               "cpu_probe": {"fastest_seconds": 0.0234, "seconds": [0.0234]}}))
+    assert analysis.analyze_run(rdir)["cpu_probe_seconds"] == 0.0234
