@@ -547,8 +547,8 @@ def projection_selection_probe(data: dict) -> list[str]:
                           else "– (not logged then)", verdict(r)])
     for rec in data[SELECTION_PROBE]:
         cells.append([f"outside: `scripts/selection_probe.py` ({rec['label']})", rec["at"][:16], "today's code",
-                      "the workers' selection (Top-k's sparsify)", str(rec["procs"]), str(rec["elements"]), fmt(rec["mean_seconds"], ".3f"),
-                      fmt(rec["slowest_seconds"], ".3f"), NA])
+                      "the workers' selection (Top-k's sparsify)", str(rec["procs"]), str(rec["elements"]),
+                      fmt(rec["mean_seconds"], ".3f"), fmt(rec["slowest_seconds"], ".3f"), NA])
     return table(["where", "when", "code", "algorithm", "P (processes)", "elements", "selection s, mean over ranks",
                   "slowest rank's", "faithful"], cells)
 
