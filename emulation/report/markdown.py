@@ -111,8 +111,9 @@ def md_run_fidelity(rd: RunData) -> list[str]:
              f"- CPU: ovs-vswitchd {fmt(f.get('ovs_cpu_percent'), '.0f')}%, "
              f"workers {fmt(f.get('workers_cpu_percent'), '.0f')}%",
              f"- busiest link: {describe(f.get('busiest_link'))}",
-             f"- CPU probe at the start (emulation/cpuprobe.py): {fmt(num(rd.run.get('cpu_probe_seconds')), '.4f')} s",
              f"- capture drops: {describe(f.get('capture_drops'))}"]
+    if num(rd.run.get("cpu_probe_seconds")) is not None:  # runs from before 2026-11-29 have none
+        lines.append(f"- CPU probe at the start (emulation/cpuprobe.py): {rd.run['cpu_probe_seconds']:.4f} s")
     lines += [f"- reason: {r}" for r in f.get("reasons") or []]
     lines += [f"- note: {n}" for n in f.get("notes") or []]
     return lines + [""]

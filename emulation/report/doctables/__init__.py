@@ -32,7 +32,8 @@ from emulation.report.doctables.projection import (
     projection_blocksparse_receives,
     projection_bml_scale, projection_compute, projection_compute_fit, projection_compute_same_day, projection_families,
     projection_fan_in, projection_fan_in_egress, projection_fan_in_options, projection_latency_fit, projection_runtimes,
-    projection_runtimes_all, projection_selection_probe, projection_small_messages, projection_sweep, projection_validation, simgrid_step_cost)
+    projection_runtimes_all, projection_selection_probe, projection_small_messages, projection_sweep,
+    projection_validation, simgrid_step_cost)
 from emulation.report.doctables.papers_scale import (
     FOREST_SCALE, GTOPK_SCALE, MGWFBP_SCALE, projection_forest_scale, projection_gtopk_scale, projection_mgwfbp_scale)
 from emulation.report.doctables.results import (
