@@ -10,7 +10,7 @@ for one fixed selection: Top-k's `sparsify` (`Residual.accumulate`, then `select
 one thread, `REPS` times;
 summary.json keeps the fastest as `cpu_probe_seconds` (the least disturbed by whatever else
 ran, such as the previous run's analysis at idle priority). Two runs' compute can then be compared
-(or a cost model fitted in units of it) across days. Takes a few tenths of a second.
+(or a cost model fitted in units of it) across days. Takes about a fifth of a second once torch is loaded.
 """
 from __future__ import annotations
 

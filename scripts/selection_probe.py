@@ -3,11 +3,11 @@
     .venv/bin/python scripts/selection_probe.py --elements 3194629 --procs 8 --label before \
         --out docs/results/gtopk-scaling-fattree-r2/selection-probe.json
 
-Each process runs a Top-k worker's own `sparsify` code (workloads/algorithms/topk.py: the
-residual added to the gradient, then `SparseSet.topk`, k at density 0.001) on the run's own
-synthetic gradients (seed 0, rank r of P, iteration i), with error feedback between repetitions,
-one thread each, all starting together at a barrier, `--reps` times; the record keeps the mean over processes and
-the mean over repetitions of the slowest process (what `sparsify_seconds` and
+Each process runs a Top-k worker's own `sparsify` step (`emulation.cpuprobe.select_once`: the
+residual added to the gradient, then the selection `SparseSet.topk` makes, k at density 0.001)
+on the run's own synthetic gradients (seed 0, rank r of P, iteration i), with error feedback
+between repetitions, one thread each, all starting together at a barrier, `--reps` times; the
+record keeps the mean over processes and the mean over repetitions of the slowest process (what `sparsify_seconds` and
 `sparsify_seconds_slowest` mean in a run's summary.json). Whether the emulated selection's time
 is this machine's CPU alone: compare it with the same P and elements in an emulation run
 (docs/PROJECTION.md, "Compute and data-dependent bytes"). Appends one record per call to --out.
@@ -23,7 +23,6 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository's workloads package
-
 
 
 def _select(elements: int, workers: int, rank: int, reps: int, idle: float, barrier, queue) -> None:

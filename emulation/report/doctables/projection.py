@@ -543,8 +543,7 @@ def projection_selection_probe(data: dict) -> list[str]:
                 continue
             cells.append([f"emulation: `{folder}`", (s.get("started") or "")[:16], what, r["algorithm"],
                           str(r["workers"]), str((r.get("gradient_bytes") or 0) // 4), fmt(r["sparsify_seconds"], ".3f"),
-                          fmt(num(r.get("sparsify_seconds_slowest")), ".3f") if r.get("sparsify_seconds_slowest")
-                          else "– (not logged then)", verdict(r)])
+                          fmt(num(r.get("sparsify_seconds_slowest")), ".3f"), verdict(r)])
     for rec in data[SELECTION_PROBE]:
         cells.append([f"outside: `scripts/selection_probe.py` ({rec['label']})", rec["at"][:16], "today's code",
                       "the workers' selection (Top-k's sparsify)", str(rec["procs"]), str(rec["elements"]),
