@@ -677,6 +677,7 @@ class Prepared:
     # else why that path did not apply (None: not tried)
     orbits: object = None
     blocks: list | None = None
+    sim_blocks: list | None = None  # blocks SimGrid runs: `blocks`, or them padded to equal shards
     orbits_refused: str | None = None
 
     @property
@@ -1092,13 +1093,28 @@ def _prepare_orbits(req: Request, topo: Topology, name: str, raw: dict, workers:
         return f"{algo.name}'s steps overlap backprop (Algorithm.timeline): released one by one, not symmetric"
     blocks = algo.step_blocks(plan)
     why = orbits.steps_refusal(topo, hosts, blocks)
-    if why:
-        return why
+    sim_blocks = blocks
+    if why:  # unequal shards: the same pairs padded to the largest, where that provably changes no time
+        sim_blocks = orbits.padded(blocks, len(hosts)) if blocks is not None and set(hosts) == set(topo.hosts()) else None
+        if sim_blocks is None:
+            return why
     t0 = time.perf_counter()
+    capacity = simgrid_platform.directed_links(topo)
     try:
-        form = orbits.orbit_form(topo, hosts, blocks, simgrid_platform.directed_links(topo))
+        form = orbits.orbit_form(topo, hosts, sim_blocks, capacity)
     except ValueError as e:
         return str(e)
+    if sim_blocks is not blocks:
+        pad = orbits.padded_exact(topo, hosts, blocks, form, capacity)
+        if not pad["exact"]:
+            return (f"{why}; padded to the largest shard, the steps' bounds differ "
+                    f"({' and '.join(f'{lo:.6g}-{up:.6g} s' for lo, up in zip(pad['lower_seconds'], pad['upper_seconds']))}), "
+                    f"so padding would change the answer")
+        form.info["padded"] = {
+            "why": "shards of unequal sizes: simulated with every flow padded to the step's largest (the same "
+                   "pairs and routes); exact because in every step the unequal plan's busiest-NIC bound equals "
+                   "the padded flows' max-min completion bound (orbits.padded_exact)",
+            "block_bytes": pad["sizes"], "lower_seconds": pad["lower_seconds"], "upper_seconds": pad["upper_seconds"]}
     form.info["seconds"] = round(time.perf_counter() - t0, 3)
     rounds = algo.step_rounds(plan)
     if len(rounds) != len(blocks):
@@ -1117,7 +1133,7 @@ def _prepare_orbits(req: Request, topo: Topology, name: str, raw: dict, workers:
         raise TooLarge(f"{what} would take about {cpu / 3600:.1f} CPU hours; limit {req.max_seconds / 60:g} min")
     p = Prepared(req, base.spec_of(name, raw), topo, hosts, algo, plan, ctx, sim_form, [], set(), need, cpu,
                  model, [], True)
-    p.orbits, p.blocks = form, blocks
+    p.orbits, p.blocks, p.sim_blocks = form, blocks, sim_blocks
     return p
 
 
@@ -1136,12 +1152,17 @@ def _project_orbits(p: Prepared, t0: float, inspect: bool, log=None) -> dict:
     times = _times(sim, p.form)
     link_bytes = of.link_bytes(sim["sent"])
     per_sync = orbits.block_nic_bytes(fast, hosts, p.blocks)
+    # what SimGrid carried against its own closed form (padded: the padded blocks')
+    carried = per_sync if p.sim_blocks is p.blocks else orbits.block_nic_bytes(fast, hosts, p.sim_blocks)
     simulated_nics = nic_bytes(fast, hosts, link_bytes)
     zero = {"tx": 0, "rx": 0}
-    mismatched = sorted(k for k in set(per_sync) | set(simulated_nics)
-                        if per_sync.get(k, zero) != simulated_nics.get(k, zero))
+    mismatched = sorted(k for k in set(carried) | set(simulated_nics)
+                        if carried.get(k, zero) != simulated_nics.get(k, zero))
     all_sent = {(a, b): size for step in of.sched for a, b, size in step}
-    bound = analysis.bound_seconds(fast, orbits.port_bytes(fast, of.link_bytes(all_sent)))
+    if p.sim_blocks is p.blocks:
+        bound = analysis.bound_seconds(fast, orbits.port_bytes(fast, of.link_bytes(all_sent)))
+    else:  # padded: the unequal plan's own bytes are known per NIC only; exactness made its NICs the busiest
+        bound = analysis.bound_seconds(fast, per_sync)
     t = times["simulated_seconds"]
     blocks = [b for step in p.blocks for b in step]
     info = dict(of.info)
@@ -1166,6 +1187,8 @@ def _project_orbits(p: Prepared, t0: float, inspect: bool, log=None) -> dict:
         "simulator": {**_simulator_record(sim, model, p, of.platform.counts(), flows, len(of.sched),
                                           info["seconds"], t0, info), "orbits_refused": None},
     }
+    if p.sim_blocks is not p.blocks:  # payload_equal checked what SimGrid carried: the padded flows
+        rec["payload_bytes_padded"] = carried
     if inspect:
         rec.update(_sim=sim, _platform=of.platform, _steps=None, _sched=of.sched, _link_bytes=link_bytes)
     return rec

@@ -43,8 +43,12 @@ Where it does not apply (`refusal`, one line, and the projection falls back to l
 flow, `symmetry.py` or not): not a Fat-Tree; hash ECMP (a per-pair hash is no group action:
 collisions give flows bottlenecks of their own); links of one orbit with unequal capacities
 (per-link bandwidths, a background load); a block whose hosts are not every host (fewer
-workers than hosts, dedicated servers, unequal shards: the plan's own symmetry is then smaller
-than G); a plan that overlaps backprop (`Algorithm.timeline`).
+workers than hosts, dedicated servers, shards some owners lack: the plan's own symmetry is then
+smaller than G); a plan that overlaps backprop (`Algorithm.timeline`).
+
+Unequal shards (4 MiB over 3456 owners: 304 or 303 elements) are run padded to the largest,
+the same pairs and routes (`padded`), where `padded_exact` proves from two bounds of max-min
+sharing that padding changes no step's time; elsewhere (a slower core) they are refused too.
 """
 from __future__ import annotations
 
@@ -166,6 +170,63 @@ def wire_pair_bytes(step: list) -> int | None:
             return None
         total += int(b.bytes) + int(b.messages) * (base.GLOO_SEND_FRAMING_BYTES + base.GLOO_NOTIFY_BYTES)
     return total
+
+
+def padded(steps: list, ranks: int) -> list | None:
+    """Unequal shards made symmetric: each step whose blocks send from every rank to a part of
+    the ranks, the parts covering every rank once (PS's push: one block per shard size), or
+    from parts covering every rank once to every rank (its pull), as one block from every rank
+    to every rank carrying the step's largest bytes and messages. None where a step is not such
+    a partition (dedicated servers, fewer ranks): only the flows' sizes are padded, never the
+    pairs, so the padded step has the same flows on the same routes (`padded_exact`)."""
+    every = tuple(range(ranks))
+    out = []
+    for step in steps:
+        for side in ("dsts", "srcs"):
+            other = "srcs" if side == "dsts" else "dsts"
+            parts = [set(getattr(b, side)) for b in step]
+            if (all(set(getattr(b, other)) == set(every) for b in step)
+                    and sum(len(x) for x in parts) == ranks and set().union(*parts) == set(every)):
+                break
+        else:
+            return None
+        out.append([base.FlowBlock(every, every, step[0].nic, max(int(b.bytes) for b in step),
+                                   max(int(b.messages) for b in step))])
+    return out
+
+
+def padded_exact(topo: Topology, hosts: list, steps: list, form: "OrbitForm", capacity: dict) -> dict:
+    """Whether the padded steps' time is the unequal steps' own, proved per step from two bounds
+    of max-min fair sharing with every flow of the step started together:
+    - lower: no flow set beats its busiest host link: max over NICs of the unequal step's bytes
+      (`block_nic_bytes`) / capacity;
+    - upper: a flow's max-min rate is at least C_l / n_l on its bottleneck link (it gets no less
+      than any other flow there, and the link is full), and n_l only falls as flows end, so
+      every flow of the step has ended by (its wire bytes) x max_l n_l / C_l; the padded step's
+      largest wire bytes and n_l (the orbit counts, the same pairs and routes) bound it.
+    Both without SimGrid's bandwidth factor, which divides both. Returns {"exact": lower ==
+    upper to 1e-9 relative in every step, "lower_seconds", "upper_seconds" per step (at full
+    link rate), "sizes": the unequal blocks' bytes per step}."""
+    lower, upper, sizes = [], [], []
+    for i, step in enumerate(steps):
+        nic = block_nic_bytes(topo, hosts, [step])
+        lo = 0.0
+        for name, d in nic.items():
+            lo = max(lo, d["tx"] / capacity[name], d["rx"] / capacity[topo.peer(name).name])
+        per_link: dict = {}
+        for counts in form.n[i]:
+            for o, x in counts.items():
+                per_link[o] = per_link.get(o, 0) + x
+        first: dict = {}
+        for link, o in form.orbit_of.items():
+            first.setdefault(o, link)
+        worst = max(x / capacity[first[o]] for o, x in per_link.items())
+        wire = max(size for _, _, size in form.sched[i])
+        lower.append(lo)
+        upper.append(wire * worst)
+        sizes.append(sorted({int(b.bytes) for b in step}))
+    exact = all(abs(u - lo) <= 1e-9 * max(u, lo) for u, lo in zip(upper, lower))
+    return {"exact": exact, "lower_seconds": lower, "upper_seconds": upper, "sizes": sizes}
 
 
 def block_nic_bytes(topo: Topology, hosts: list, steps: list) -> dict:

@@ -11,9 +11,13 @@ symmetric network, one SimGrid communication per orbit of flows, no flow listed.
 - the projection by orbits gives the unreduced simulation's sync and step times (1e-9
   relative), bytes per NIC, expected bytes, bound and byte totals: PS on Fat-Tree k = 4, 6, 8
   with two-level routing (k = 6 with a gradient of equal shards), and per-class bandwidths;
+- unequal shards (PS's 4 MiB over 54 or 3456 owners) are simulated padded to the largest shard,
+  the same pairs and routes, where the two bounds of `orbits.padded_exact` meet: the unreduced
+  simulation of the unequal plan gives the same times (k = 4, 6, 8) and bytes per NIC of the
+  unequal plan; where the bounds part (a core slower than the hosts' links) it is refused;
 - where the symmetry does not hold it is refused and named, and the projection falls back to
   listing every flow with the same answer as `--reduce off`: hash ECMP, one host's link at
-  another bandwidth, fewer workers than hosts, unequal shards, dedicated servers, an algorithm
+  another bandwidth, fewer workers than hosts, shards some owners lack, dedicated servers, an algorithm
   without blocks.
 """
 from __future__ import annotations
@@ -21,6 +25,7 @@ from __future__ import annotations
 import pytest
 
 from emulation import expected as analysis
+from emulation.report import projection as projection_report
 from emulation.simulator import core, orbits
 from emulation.simulator import platform as simgrid_platform
 from topologies.spec import build
@@ -146,6 +151,54 @@ def test_projection_by_orbits_gives_the_unreduced_answer(k, mb):
     assert by["simulator"]["messages"] == off["simulator"]["messages"]
 
 
+def test_padded_is_one_block_per_step_where_the_parts_cover_every_rank():
+    ctx = base.PlanContext(workers=16, servers=0, layer_sizes=(1001,))
+    _, plan = base.plan_for("ps", ctx)
+    blocks = base.get("ps").step_blocks(plan)
+    assert [len(step) for step in blocks] == [2, 2]  # shards of 63 and 62 elements
+    pad = orbits.padded(blocks, 16)
+    every = tuple(range(16))
+    assert pad == [[base.FlowBlock(every, every, 0, 63 * base.DTYPE_BYTES, 1)]] * 2
+    assert orbits.steps_refusal(fattree(4), fattree(4).hosts(), pad) is None
+    _, plan = base.plan_for("ps", base.PlanContext(workers=16, servers=0, layer_sizes=(10,)))  # 6 owners hold none
+    assert orbits.padded(base.get("ps").step_blocks(plan), 16) is None
+    _, plan = base.plan_for("ps", base.PlanContext(workers=14, servers=2, layer_sizes=(1000,)))
+    assert orbits.padded(base.get("ps").step_blocks(plan), 16) is None
+
+
+@needs_simgrid
+@pytest.mark.parametrize("k,mb", [(4, 1.00001), (6, 4.0), (8, 4.00001)])
+def test_unequal_shards_padded_give_the_unreduced_answer(k, mb):
+    spec = f"fattree,k={k}"
+    runs = {red: core.project(core.Request(spec, "ps", ecmp="two-level", bw=1000, mb=mb, max_seconds=None,
+                                           reduce=red)) for red in ("off", "auto")}
+    off, by = runs["off"], runs["auto"]
+    red = by["simulator"]["reduction"]
+    assert red["method"].startswith("orbits") and by["simulator"]["orbits_refused"] is None
+    sizes = red["padded"]["block_bytes"]
+    assert all(len(s) == 2 and s[1] - s[0] == base.DTYPE_BYTES for s in sizes)  # shards really unequal
+    assert red["padded"]["lower_seconds"] == pytest.approx(red["padded"]["upper_seconds"], rel=TOL)
+    assert by["median_sync_seconds"] == pytest.approx(off["median_sync_seconds"], rel=TOL)
+    assert by["step_seconds"] == pytest.approx(off["step_seconds"], rel=TOL)
+    assert by["payload_equal"] and off["payload_equal"]
+    assert by["payload_bytes_expected"] == off["payload_bytes_expected"] == off["payload_bytes_simulated"]
+    assert by["payload_bytes_padded"] == by["payload_bytes_simulated"] != by["payload_bytes_expected"]
+    for key in ("bound_seconds", "bound_nonblocking_seconds", "data_bytes_per_sync", "framing_bytes_per_sync",
+                "rounds_per_sync"):
+        assert by[key] == off[key], key
+    lines = projection_report.padded_lines([by, off])  # the report says which run was padded, once
+    assert len(lines) == 4 and "padded to the largest" in lines[2]
+
+
+@needs_simgrid
+def test_unequal_shards_on_a_slower_core_are_not_padded():
+    topo = build("fattree,k=4", bw=1000, ecmp="two-level")
+    topo.set_bandwidth({"agg-core": 250})
+    falls_back(simgrid_platform.indexed(topo),
+               core.Request("fattree,k=4", "ps", ecmp="two-level", bw=1000, mb=1.00001, max_seconds=None),
+               "padding would change the answer")
+
+
 @needs_simgrid
 def test_orbit_link_bytes_are_the_routes_bytes():
     topo = fattree(4)
@@ -196,7 +249,7 @@ def test_per_class_bandwidths_keep_the_symmetry():
 
 @needs_simgrid
 @pytest.mark.parametrize("kw,why", [(dict(workers=12), "fewer than every host"),
-                                    (dict(mb=0.0001), "unequal shards"),
+                                    (dict(mb=0.00001), "unequal shards"),
                                     (dict(workers=14, servers=2), "dedicated servers"),
                                     (dict(algo="ring"), "no Algorithm.blocks")])
 def test_asymmetric_plans_fall_back_named(kw, why):
