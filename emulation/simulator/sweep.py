@@ -164,9 +164,13 @@ def as_measured(run, m: dict, cfg) -> None:
     from emulation import replan
     from workloads.linkmodel import LinkModel
 
-    if m.get("alpha_seconds") is not None and m.get("beta_seconds_per_byte") is not None \
+    # the link the runner measured (stand_in.link): with a real setting's dilation_x, the run's
+    # alpha_seconds is the charged x a_e, which apply_link would dilate a second time
+    measured_link = (m.get("stand_in") or {}).get("link") or {"alpha": m.get("alpha_seconds"),
+                                                               "beta": m.get("beta_seconds_per_byte")}
+    if measured_link.get("alpha") is not None and measured_link.get("beta") is not None \
             and (cfg.real_setting or "link" in base.get(run.algorithm).needs):
-        link = LinkModel(float(m["alpha_seconds"]), float(m["beta_seconds_per_byte"]),
+        link = LinkModel(float(measured_link["alpha"]), float(measured_link["beta"]),
                          source="the measured run's summary.json")
         replan.apply_link(run, link, cfg.real_setting)
     probed = {(f.get("src"), f.get("dst")): f.get("measured_mbps") for f in m.get("background_flows") or []}

@@ -391,6 +391,25 @@ def test_experiment_file_plans_as_syncbed_run_and_validates_against_measured(cap
     assert "## Simulated against measured" in report and "runs within 10% of the measurement" in report
 
 
+def test_a_measured_run_with_dilation_x_is_replanned_from_the_link_it_measured(capsys, tmp_path):
+    # the run's alpha_seconds is the charged x a_e; its stand_in.link the a_e it measured:
+    # the replay must dilate that once, as the runner did (not x^2 a_e, a backprop x times too long)
+    exp = tmp_path / "dilated.yaml"
+    exp.write_text("name: dilated\ntopologies: ['fattree,k=4']\nalgorithms: [wfbp]\nworkers: 4\n"
+                   "model: synthetic,mb=1,layers=4,compute_ms=40\nbw: 20\necmp: two-level\n"
+                   "real_setting: {name: test, alpha: 0.000908, beta: 7.4e-10, dilation_x: 2}\n")
+    measured = tmp_path / "measured"
+    measured.mkdir()
+    (measured / "summary.json").write_text(json.dumps({"runs": [
+        {"topology": "fattree(4)", "algo_spec": "wfbp", "model": "synthetic,mb=1,layers=4,compute_ms=40",
+         "median_sync_seconds": 0.1, "iteration_seconds": [1.0], "alpha_seconds": 0.004,
+         "beta_seconds_per_byte": 6e-7, "stand_in": {"link": {"alpha": 0.002, "beta": 6e-7}},
+         "faithful": True, "status": "ok"}]}))
+    assert main([str(exp), "--measured", str(measured), "--out", str(tmp_path / "out")]) == 0
+    run = json.loads((tmp_path / "out" / "summary.json").read_text())["runs"][0]
+    assert run["alpha_seconds"] == pytest.approx(0.004) and run["beta_seconds_per_byte"] == pytest.approx(6e-7)
+
+
 def test_a_sweep_may_skip_what_is_too_large_and_names_it(capsys, tmp_path):
     argv = ["--topo", "fattree,k=4", "--algo", "ring,ps", "--mb", "1", "--max-minutes", "0.0005"]
     assert main(argv + ["--out", str(tmp_path / "refused")]) == 2
