@@ -18,11 +18,42 @@ DFS_AGAIN = ("dfs-resnet18-digits-held-out", "dfs-resnet18-digits-codec-logged",
 # the ResNet-50 gTop-k file again at P = 8 and 16, 2026-11-29, named so that both are held out:
 # the cost models of the selection and merge (fitted on 2026-11-24's P = 8 and 16) on another day
 GTOPK_AGAIN = tuple(f"gtopk-scaling-fattree-r2/p{p}" for p in (8, 16))
+# Every other kept folder with a faithful run, added 2026-11-29 (the issue asks for every faithful
+# run in docs/results; the list above was the folders chosen one by one until then). Left out:
+# cluster-two-servers/* (their runs span two machines joined by a tunnel, which the projection's
+# network, the topology alone, does not hold) and dfs-resnet18-digits-same-day (the block-sparse
+# cost models' same-day fit, kept out of the split on purpose: "Compute and data-dependent bytes").
+EVERY_FAITHFUL = (
+    "bml-repeats/bml-bcube32-vs-ps-fattree-vgg19-r2", "bml-repeats/bml-bcube32-vs-ps-fattree-vgg19-r3",
+    "bml-repeats/bml-bcube42-vs-ps-fattree-vgg19-r2", "bml-repeats/bml-bcube42-vs-ps-fattree-vgg19-r3",
+    "ddp-resnet20-digits", "forest-scenarios/forest-s3-half-speed", "forest-scenarios/forest-s5-dilated",
+    "forest-scenarios/forest-s5-half-speed", "forest-scenarios/forest-s5-variants",
+    "gtopk-charged/alexnet-p32", "gtopk-charged/resnet20-p32", "gtopk-charged/resnet50-p32",
+    "gtopk-charged/vgg16-p32-bw5", "gtopk-charged/vgg16-p32", "gtopk-scaling-fattree-r2/code-2026-11-24-p8",
+    "gtopk-scaling-fattree-r2/same-hour-p8", "gtopk-scaling/alexnet/p16", "gtopk-scaling/alexnet/p4",
+    "gtopk-scaling/alexnet/p8", "gtopk-scaling/resnet20/p16", "gtopk-scaling/resnet20/p4",
+    "gtopk-scaling/resnet20/p8", "gtopk-scaling/resnet50/p16", "gtopk-scaling/resnet50/p4",
+    "gtopk-scaling/resnet50/p8", "gtopk-scaling/vgg16/p16", "gtopk-scaling/vgg16/p4", "gtopk-scaling/vgg16/p8",
+    "hash-ecmp/bml-bcube32-vs-ps-fattree", "hash-ecmp/bml-bcube42-vs-ps-fattree", "hd-default-two-level",
+    "hd-default", "htb-ring32-bw10", "mgwfbp-bcube42-googlenet", "mgwfbp-bcube42-resnet50",
+    "mgwfbp-fattree16-densenet201", "mgwfbp-fattree16-googlenet", "mgwfbp-fattree16-inception_v3",
+    "mgwfbp-fattree16-resnet152", "mgwfbp-fattree16-resnet50", "mgwfbp-fattree4/densenet201",
+    "mgwfbp-fattree4/googlenet", "mgwfbp-fattree4/inception_v3", "mgwfbp-fattree4/lstm_ptb",
+    "mgwfbp-fattree4/resnet152", "mgwfbp-fattree4/resnet50", "mgwfbp-fattree4/vgg16",
+    "mgwfbp-fattree8-densenet201", "mgwfbp-fattree8-inception_v3", "mgwfbp-fattree8-infocom",
+    "mgwfbp-fattree8-resnet152", "mgwfbp-wfbp-dilated/bcube42-googlenet",
+    "mgwfbp-wfbp-dilated/fattree16-densenet201", "mgwfbp-wfbp-dilated/fattree4-densenet201",
+    "mgwfbp-wfbp-dilated/fattree8-densenet201", "mgwfbp-wfbp-dilated/fattree8-infocom", "mtu-lever/mtu32000",
+    "mtu-lever/mtu64000", "p32-fattree6-wfbp-dilated/bw1.25", "p32-fattree6-wfbp-dilated/bw2.5",
+    "p32-fattree6", "small-messages/bcube32-check-r2", "small-messages/syncs50-16k-r1",
+    "small-messages/syncs50-16k-r2", "small-messages/syncs50-64k-r1", "small-messages/syncs50-64k-r2",
+    "switch-priority/gtopk-p32-realtime-r2", "switch-priority/gtopk-p32-realtime", "train-lenet5-digits-r2",
+)
 PROJECTED = ("default", "bml-bcube32-vs-ps-fattree", "bml-bcube42-vs-ps-fattree", "dfs-resnet18-digits", *DFS_AGAIN,
              "train-lenet5-digits", "mgwfbp-fattree8", "mgwfbp-fattree8-resnet50",
              *(f"forest-scenarios/{f}" for f in FOREST),
              *(f"gtopk-scaling-fattree/p{p}" for p in (4, 8, 16, 32)), *GTOPK_AGAIN,
-             "small-messages/bcube32", "small-messages/bcube32-check")
+             "small-messages/bcube32", "small-messages/bcube32-check", *EVERY_FAITHFUL)
 
 
 TOLERANCE = 0.10  # the issue's target for dense algorithms at the emulated scale
@@ -168,11 +199,18 @@ def projection_latency_fit(data: dict) -> list[str]:
     outside = [f"{r['experiment']} {r['topology']} {r['algo_spec']} {r['model']} ({x:.2f})"
                for r, x in with_lat if abs(x - 1) > TOLERANCE]
     lines += ["", "Held out and outside 10% with the fitted L: " + ("; ".join(outside) or "none") + "."]
+    by_p: dict = {}
+    for r in fit + held:  # what each run implies per round: (measured - simulated at L = 0) / rounds
+        by_p.setdefault(r["workers"], []).append((r["measured_seconds"] - r["simulated_seconds"]) / r["rounds"])
+    lines += ["", "The start-up per round each of these runs implies, (measured - simulated at L = 0) / rounds, by P "
+              "(both halves): " + "; ".join(f"P = {p}: median {1e3 * statistics.median(v):.1f} ms, "
+                                            f"{span([1e3 * x for x in v], '.1f')} ms ({len(v)} runs)"
+                                            for p, v in sorted(by_p.items())) + "."]
     return lines + _additivity(data)
 
 
 ADDITIVITY = tuple(f"projection-validation/{projected_name(f)}/summary-latency{x}.json"  # the folders of 2026-11-23
-                   for f in PROJECTED if f not in ("gtopk-scaling-fattree/p32", *DFS_AGAIN, *GTOPK_AGAIN)
+                   for f in PROJECTED if f not in ("gtopk-scaling-fattree/p32", *DFS_AGAIN, *GTOPK_AGAIN, *EVERY_FAITHFUL)
                    and not f.startswith("small-messages/")
                    for x in ("0", "3.1ms"))
 
@@ -223,7 +261,7 @@ def projection_families(data: dict) -> list[str]:
     for fam, rs in fams.items():
         faithful = [r for r in rs if r["faithful"] is True]
         r0 = _ratios(rs)
-        it = [x for x in (r.get("iteration_sim_over_measured") for r in rs) if x is not None]
+        it = [x for x in (r.get("iteration_sim_over_measured") for r in faithful) if x is not None]
         cells.append([fam, str(len(rs)), str(len(faithful)), span(r0), span(_ratios(faithful)),
                       f"{_within(r0)} of {len(r0)}", span(_ratios(rs, lat)) if any(r["rounds"] for r in rs) else NA,
                       span([r["measured_over_bound"] for r in rs]), span(it, ".3f") if it else NA])
@@ -232,13 +270,13 @@ def projection_families(data: dict) -> list[str]:
                f"{verdict(r['run']).strip('*').lower()})" for r in dense
                if r["sim_over_measured"] is not None and abs(r["sim_over_measured"] - 1) > TOLERANCE]
     return table(["family", "runs", "faithful", "sim/meas, L = 0", "faithful runs only", f"within {TOLERANCE:.0%}",
-                  f"sim/meas, L = {lat * 1e3:.2f} ms", "meas/bound", "iteration sim/meas"], cells) + [
+                  f"sim/meas, L = {lat * 1e3:.2f} ms", "meas/bound", "iteration sim/meas, faithful"], cells) + [
         "", "Ring and gloo with 2 MiB or more outside 10% at L = 0 (sim/meas, faithful): "
             + ("; ".join(outside) or "none") + "."]
 
 
 SMALL_MESSAGES = ("small-messages/bcube32", "small-messages/bcube32-check")  # in PROJECTED: fit, held out
-SMALL_REPEAT = "small-messages/bcube32-check-r2"  # the held-out file run again right after: not projected
+SMALL_REPEAT = "small-messages/bcube32-check-r2"  # the held-out file run again right after (projected since 2026-11-29)
 SMALL_50 = tuple(f"small-messages/syncs50-{k}-r{i}" for k in ("16k", "64k") for i in (1, 2))  # 50 syncs a run
 SMALL_REPEATS_FROM = 256 * 1024  # gradient bytes from which the held-out file repeated within about 10%
 SMALL_SOURCES = PROJECTION_SOURCES + tuple(f"{f}/summary.json" for f in (SMALL_REPEAT, *SMALL_50))
@@ -424,10 +462,12 @@ def _compute_rows(data: dict) -> list[dict]:
 def charged_figure(m: dict, key: str) -> float | None:
     """The seconds of compute `key` a measured run (summary.json's `m`) stands for, as the replay
     charges them (sweep.replayed): the slowest rank's per sync (`<key>_slowest`) where logged, since
-    the sync waits for it, else the mean; this CPU's mean (`<key>_cpu`) where the run was charged a
-    real setting's cost instead (its slowest rank's is not logged)."""
+    the sync waits for it, else the mean. None where the run was charged a real setting's cost
+    (`<key>_charged`, `real_compress_s`): its sync waited for that charge, not for this CPU, so it
+    neither fits nor checks a cost model of this CPU (its `<key>_cpu`, the thread CPU time under
+    the charge, is not what a sync waits for either)."""
     if m.get(f"{key}_charged") is not None:
-        return num(m.get(f"{key}_cpu"))
+        return None
     slowest = num(m.get(f"{key}_slowest"))
     return slowest if slowest is not None else num(m.get(key))
 
@@ -561,7 +601,7 @@ def _modelled_compute(r: dict, fits: dict) -> float | None:
 
     logged = [c for c in base.get(r["algorithm"]).compute if num(r["run"].get(c.key)) is not None]
     parts = [fits.get((COMPRESSORS.get(r["algorithm"], r["algorithm"]), c.key)) for c in logged]
-    if not logged or not all(parts):
+    if not logged or not all(parts) or any(charged_figure(r["run"], c.key) is None for c in logged):
         return None
     w = costs.work((r["gradient_bytes"] or 0) // 4, r["workers"], EMULATION_CORES)
     return sum(p[0].seconds(w) for p in parts)
@@ -757,7 +797,8 @@ def projection_blocksparse_fitted(data: dict) -> list[str]:
                   f"within {TOLERANCE:.0%}", "sim/meas, fitted compute", f"within {TOLERANCE:.0%}"], cells) + [
         "", "Both with the fitted e and L x rounds of the fan-in table; \"fitted compute\": the cost models of the "
             "cost-model table (fit half) in place of each run's logged compute. "
-            + (f"No fitted compute for {', '.join(missing)} (a compute it logged has no model)." if missing else
+            + (f"No fitted compute for {', '.join(missing)} (a compute it logged has no model, or was charged "
+               "a real setting's cost, `real_compress_s`)." if missing else
                "Every run has a model for each compute it logged.")]
 
 
