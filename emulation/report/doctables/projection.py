@@ -827,11 +827,13 @@ def projection_fan_in(data: dict) -> list[str]:
                 continue
             r0 = _ratios(pts)
             r1 = [r["fan_in_ratio"] for r in pts if r["fan_in_ratio"] is not None]
+            it = [x for x in (r.get("iteration_sim_over_measured") for r in pts) if x is not None]
             cells.append([algo, size, half, str(len(pts)), ", ".join(sorted({r["experiment"] for r in pts})),
-                          span(r0), span(r1), pct(_mean_error(r1)), f"{_within(r1)} of {len(r1)}"])
+                          span(r0), span(r1), pct(_mean_error(r1)), f"{_within(r1)} of {len(r1)}",
+                          f"{span(it, '.3f')} ({_within(it)} of {len(it)})" if it else NA])
     lines += table(["algorithm", "gradients", "half", "faithful runs", "experiments", "sim/meas, e = 1, L = 0",
                     f"sim/meas, e = {e:.3f}, L = {lat * 1e3:.2f} ms", "mean abs(sim/meas - 1)",
-                    f"within {TOLERANCE:.0%}"], cells)
+                    f"within {TOLERANCE:.0%}", f"layer-wise: iteration sim/meas (within {TOLERANCE:.0%})"], cells)
     outside = [f"{r['experiment']} {r['topology']} {r['algo_spec']} {r['model']} ({r['fan_in_ratio']:.2f})"
                for r in rows if not r["fit"] and r["fan_in_ratio"] is not None and abs(r["fan_in_ratio"] - 1) > TOLERANCE]
     return lines + ["", "Held out and outside 10% with the fitted e and L: " + ("; ".join(outside) or "none") + "."]
