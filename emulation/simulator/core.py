@@ -1080,7 +1080,7 @@ def _prepare_orbits(req: Request, topo: Topology, name: str, raw: dict, workers:
     if why:
         return why
     algo = base.get(name)
-    if algo.blocks is None or algo.data_dependent:
+    if algo.blocks is None:
         return f"{algo.name} gives its steps as flows only (no Algorithm.blocks)"
     if req.logs is not None:
         return "a measured run is replayed flow by flow"
@@ -1121,7 +1121,8 @@ def _prepare_orbits(req: Request, topo: Topology, name: str, raw: dict, workers:
         raise ValueError(f"{algo.name}: {len(rounds)} round counts for {len(blocks)} steps")
     before, after = _charged(len(blocks), 1, *algo.compute_charges(plan, dict(req.compute)))
     # no flow listed: steps stays empty, the timing lists have one entry per step of blocks
-    sim_form = SimForm([], [0.0] * len(blocks), [req.round_latency * r for r in rounds], before=before, after=after)
+    sim_form = SimForm([], [0.0] * len(blocks), [req.round_latency * r for r in rounds], before=before, after=after,
+                       bytes_source="model" if algo.data_dependent else "plan")  # data-dependent: its modelled blocks
     need = estimate_memory(topo, form.info["routes_walked"], 6, sum(form.info["classes_per_step"]))
     cpu = estimate_seconds(topo, form.info["routes_walked"], form.info["classes_per_step"],
                            ["apart"] * len(form.info["classes_per_step"]))

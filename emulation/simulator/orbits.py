@@ -9,7 +9,8 @@ found, and each needs one route.
 
 What (pure).
 1. The plan, as blocks (`Algorithm.blocks`, `base.FlowBlock`): every source of a set sends the
-   same bytes to every destination of a set. PS is one block per shard size and step.
+   same bytes to every destination of a set. PS is one block per shard size and step; the
+   block-sparse algorithms' modelled steps (nothing measured) one block per message size.
 2. The network's symmetry: a group G of permutations of the Fat-Tree's nodes that maps links to
    links, keeps every link's capacity and maps every route to a route:
    route(g s, g d) = g(route(s, d)). With Al-Fares' two-level routing (`Topology.ecmp_port`:

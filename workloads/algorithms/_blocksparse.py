@@ -47,7 +47,7 @@ from typing import Callable
 import torch
 
 from workloads import blocks
-from workloads.algorithms.base import Compute, Flow, Option, merge_flows, number
+from workloads.algorithms.base import Compute, Flow, FlowBlock, Option, merge_flows, number
 from workloads.algorithms.topk import (DENSITY, DENSITY_VALID, SPARSIFY, check_elements, k_of,
                                        reference_memory, residual_of)
 from workloads.gradients import as_flat
@@ -170,7 +170,34 @@ def modelled_steps(plan: dict, whole_blocks: bool = False) -> list[list[Flow]]:
     on the running total over shards, so the gradient's total is rounded once). Gradients
     are not uniform (ResNet-18's top-k gather in few layers: the measured union is smaller),
     so this is a model to compare sizes with, and the measured form replays the logs."""
-    n, d, nic, owners = plan["workers"], plan["elements"], plan["nic"], plan["owners"]
+    n, nic = plan["workers"], plan["nic"]
+    push, pull = [], []
+    for owner, up, down in _modelled_messages(plan, whole_blocks):
+        for w in range(n):
+            if w != owner:
+                push.append(Flow(w, owner, nic, *up))
+                pull.append(Flow(owner, w, nic, *down))
+    return [merge_flows(push), merge_flows(pull)]
+
+
+def modelled_blocks(plan: dict, whole_blocks: bool = False) -> list[list[FlowBlock]]:
+    """`modelled_steps` as FlowBlocks (`Algorithm.blocks` of a data-dependent algorithm): per
+    step, one block per message size, every worker to the owners of that size and back, so a
+    projection with nothing measured reduces it by symmetry as it does PS (issue #23). Expanding
+    them gives `modelled_steps` flow for flow (tested)."""
+    workers, nic = tuple(range(plan["workers"])), plan["nic"]
+    ups: dict = {}
+    downs: dict = {}
+    for owner, up, down in _modelled_messages(plan, whole_blocks):
+        ups.setdefault(up, []).append(owner)
+        downs.setdefault(down, []).append(owner)
+    return [[FlowBlock(workers, tuple(o), nic, *m) for m, o in sorted(ups.items())],
+            [FlowBlock(tuple(o), workers, nic, *m) for m, o in sorted(downs.items())]]
+
+
+def _modelled_messages(plan: dict, whole_blocks: bool) -> list[tuple]:
+    """(owner, (push bytes, messages), (pull bytes, messages)) per owner: `modelled_steps`'s model."""
+    d = plan["elements"]
     b = int(plan.get("block") or plan["first_block"])
     nb = blocks.block_count(d, b)
     k = plan.get("k")
@@ -181,19 +208,15 @@ def modelled_steps(plan: dict, whole_blocks: bool = False) -> list[list[Flow]]:
     else:
         q = 1.0 - (1.0 - k / d) ** b
     up_meta, down_meta = plan["meta_words"]
-    u = 1.0 - (1.0 - q) ** n
-    push, pull = [], []
-    for owner, (first, end), (start, stop) in zip(owners, blocks.shard_blocks(d, b, len(owners)),
-                                                 blocks.shard_ranges(d, b, len(owners))):
+    u = 1.0 - (1.0 - q) ** plan["workers"]
+    out = []
+    for owner, (first, end), (start, stop) in zip(plan["owners"], blocks.shard_blocks(d, b, len(plan["owners"])),
+                                                 blocks.shard_ranges(d, b, len(plan["owners"]))):
         kept = round(q * end) - round(q * first)
         union = round(u * end) - round(u * first)
-        up = blocks.message_bytes(up_meta + kept + min(kept * b, stop - start))
-        down = blocks.message_bytes(down_meta + union + min(union * b, stop - start))
-        for w in range(n):
-            if w != owner:
-                push.append(Flow(w, owner, nic, *up))
-                pull.append(Flow(owner, w, nic, *down))
-    return [merge_flows(push), merge_flows(pull)]
+        out.append((owner, tuple(blocks.message_bytes(up_meta + kept + min(kept * b, stop - start))),
+                    tuple(blocks.message_bytes(down_meta + union + min(union * b, stop - start)))))
+    return out
 
 
 # --- one worker's part and the messages' meta --------------------------------------------------

@@ -16,7 +16,9 @@ Algorithm(...)`. It has two halves (docs/STYLE.md: plan in pure functions, execu
   one after another, e.g. a ring's 2(N-1); the projection's latency term; absent = 1 per step) and,
   optionally, `blocks(plan) -> [[FlowBlock]] | None` (the same steps, each as all-to-all
   blocks of equal flows, so the projection can reduce a symmetric plan by symmetry without
-  listing its P(P-1) flows, issue #23; absent or None = the projection lists every flow);
+  listing its P(P-1) flows, issue #23; for a data-dependent algorithm its `modelled_steps`,
+  what a projection with nothing measured runs; absent or None = the projection lists every
+  flow);
 - executor: `execute(plan, comm, grads, state) -> torch.Tensor`, run inside the worker,
   which only carries out the plan with Gloo calls through `comm` (workloads/comm.py).
   `state` (`SyncState`) is made once per rank and run and handed to every call: the
@@ -387,9 +389,10 @@ class Algorithm:
     logged_steps: Callable[[dict, dict], list] | None = None
     modelled_steps: Callable[[dict], list] | None = None
 
-    # the same steps as `steps(plan)`, each as FlowBlocks (all-to-all blocks of equal flows),
-    # for a plan whose flows are too many to list (PS: P(P-1) a step); returns None where the
-    # plan has no such form. None (the default): the projection lists every flow
+    # the same steps as `steps(plan)` (a data-dependent algorithm: as `modelled_steps(plan)`),
+    # each as FlowBlocks (all-to-all blocks of equal flows), for a plan whose flows are too many
+    # to list (PS: P(P-1) a step); returns None where the plan has no such form. None (the
+    # default): the projection lists every flow
     blocks: Callable[[dict], list | None] | None = None
 
     def steps(self, plan: dict) -> list:
@@ -402,7 +405,8 @@ class Algorithm:
 
     def step_blocks(self, plan: dict) -> list | None:
         """The steps as lists of `FlowBlock`s (`blocks`), or None where the algorithm or this
-        plan has no block form. Expanding them gives `steps(plan)` flow for flow (tested)."""
+        plan has no block form. Expanding them gives `steps(plan)` flow for flow, a
+        data-dependent algorithm's `modelled_steps(plan)` (tested)."""
         return self.blocks(plan) if self.blocks else None
 
     def compute_charges(self, plan: dict, costs: dict) -> tuple[float, float]:

@@ -142,6 +142,11 @@ def modelled(plan: dict) -> list:
     return bs.modelled_steps(plan, whole_blocks=True)
 
 
+def modelled_blocks(plan: dict) -> list:
+    """`modelled` as FlowBlocks (`_blocksparse.modelled_blocks`, whole blocks within the budget)."""
+    return bs.modelled_blocks(plan, whole_blocks=True)
+
+
 # --- executor and oracle ---------------------------------------------------------------------
 
 def execute(plan: dict, comm, grads, state):
@@ -188,5 +193,5 @@ ALGORITHM = Algorithm(
     plan=plan, traffic=bs.traffic, execute=execute, validate=validate, phases=bs.phases, options=OPTIONS,
     uses_servers=True, reference=reference, data_dependent=True,
     compute=bs.COMPUTE, summarize=bs.summarize, logged_steps=bs.logged_steps,
-    modelled_steps=modelled,
+    modelled_steps=modelled, blocks=modelled_blocks,
 )

@@ -40,5 +40,5 @@ ALGORITHM = Algorithm(
     plan=plan, traffic=bs.traffic, execute=bs.execute_fixed, validate=validate, phases=bs.phases,
     options=OPTIONS, uses_servers=True, reference=bs.reference_fixed, data_dependent=True,
     compute=bs.COMPUTE, summarize=bs.summarize, logged_steps=bs.logged_steps,
-    modelled_steps=bs.modelled_steps,
+    modelled_steps=bs.modelled_steps, blocks=bs.modelled_blocks,
 )
