@@ -7,6 +7,9 @@
 # (emulation/report/doctables/projection.py, in_fit_half); rerun a folder here after rerunning its
 # experiment, or `syncbed docs` refuses the stale projection. Seconds to a minute per folder; it
 # waits while an emulation holds the machine (/run/syncbed/lock), so it never disturbs one.
+# With FAN_IN=E in the environment (the e of `scripts/fan_in.py fit`, 4 decimals as the docs
+# print it) each goes instead to docs/results/projection-fan-in/<name>/ with `--fan-in E`:
+#   FAN_IN=0.6145 bash scripts/project_measured.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 folders=("$@")
@@ -21,7 +24,13 @@ for f in "${folders[@]}"; do
   name=$(.venv/bin/python -c 'import sys; from emulation.report.doctables.projection import projected_name
 print(projected_name(sys.argv[1]))' "$f")
   while busy; do echo "an emulation holds /run/syncbed/lock: waiting 30 s"; sleep 30; done
-  echo "== $f -> docs/results/projection-vs-measured/$name"
-  .venv/bin/python -m emulation.cli project --measured "docs/results/$f" \
-      --out "docs/results/projection-vs-measured/$name"
+  if [ -n "${FAN_IN:-}" ]; then
+    echo "== $f -> docs/results/projection-fan-in/$name (--fan-in $FAN_IN)"
+    .venv/bin/python -m emulation.cli project --measured "docs/results/$f" --fan-in "$FAN_IN" \
+        --out "docs/results/projection-fan-in/$name"
+  else
+    echo "== $f -> docs/results/projection-vs-measured/$name"
+    .venv/bin/python -m emulation.cli project --measured "docs/results/$f" \
+        --out "docs/results/projection-vs-measured/$name"
+  fi
 done
