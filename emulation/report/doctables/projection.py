@@ -48,6 +48,8 @@ EVERY_FAITHFUL = (
     "p32-fattree6", "small-messages/bcube32-check-r2", "small-messages/syncs50-16k-r1",
     "small-messages/syncs50-16k-r2", "small-messages/syncs50-64k-r1", "small-messages/syncs50-64k-r2",
     "switch-priority/gtopk-p32-realtime-r2", "switch-priority/gtopk-p32-realtime", "train-lenet5-digits-r2",
+    # 2026-11-29: PS on four workers of a Fat-Tree at 20 Mbit/s, held out (p4-bw100 was not faithful)
+    "ps-fan-in-bw/p4-bw20",
 )
 PROJECTED = ("default", "bml-bcube32-vs-ps-fattree", "bml-bcube42-vs-ps-fattree", "dfs-resnet18-digits", *DFS_AGAIN,
              "train-lenet5-digits", "mgwfbp-fattree8", "mgwfbp-fattree8-resnet50",

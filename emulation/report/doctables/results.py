@@ -97,6 +97,7 @@ RESULTS_INDEX = {  # top folder -> its summaries (the experiments `syncbed run` 
     "p32-fattree6-wfbp-dilated": P32_DILATED,
     "mtu-lever": MTU_LEVER,
     "htb-ring32-bw10": HTB_RING,
+    "ps-fan-in-bw": ("ps-fan-in-bw/p4-bw20", "ps-fan-in-bw/p4-bw100"),
     "switch-priority": SWITCH_PRIORITY,
     "small-messages": ("small-messages/bcube32", "small-messages/bcube32-check", "small-messages/bcube32-check-r2",
                        *(f"small-messages/syncs50-{k}-r{i}" for k in ("16k", "64k") for i in (1, 2))),
