@@ -124,7 +124,8 @@ def padded_lines(runs: list[dict]) -> list[str]:
         out.append(f"- {r['topology']} {r['algo_spec']} ({r['model']}): shards of {sizes} bytes per step simulated "
                    f"padded to the largest, the same pairs and routes; per step the unequal plan's busiest-NIC "
                    f"bound and the padded flows' max-min completion bound are "
-                   + ", ".join(f"{lo:.6g} s and {up:.6g} s" for lo, up in zip(pad["lower_seconds"], pad["upper_seconds"]))
+                   + ", ".join(f"{lo:.6g} s and {up:.6g} s"
+                               for lo, up in zip(pad["lower_seconds"], pad["upper_seconds"]))
                    + " at full link rate, so the padding changes no time. Bytes per NIC = closed form checks "
                      "what SimGrid carried (the padded flows).")
     return ["## Unequal shards, padded", ""] + out + [""] if out else []

@@ -1095,7 +1095,8 @@ def _prepare_orbits(req: Request, topo: Topology, name: str, raw: dict, workers:
     why = orbits.steps_refusal(topo, hosts, blocks)
     sim_blocks = blocks
     if why:  # unequal shards: the same pairs padded to the largest, where that provably changes no time
-        sim_blocks = orbits.padded(blocks, len(hosts)) if blocks is not None and set(hosts) == set(topo.hosts()) else None
+        every_host = blocks is not None and set(hosts) == set(topo.hosts())
+        sim_blocks = orbits.padded(blocks, len(hosts)) if every_host else None
         if sim_blocks is None:
             return why
     t0 = time.perf_counter()
@@ -1107,9 +1108,9 @@ def _prepare_orbits(req: Request, topo: Topology, name: str, raw: dict, workers:
     if sim_blocks is not blocks:
         pad = orbits.padded_exact(topo, hosts, blocks, form, capacity)
         if not pad["exact"]:
-            return (f"{why}; padded to the largest shard, the steps' bounds differ "
-                    f"({' and '.join(f'{lo:.6g}-{up:.6g} s' for lo, up in zip(pad['lower_seconds'], pad['upper_seconds']))}), "
-                    f"so padding would change the answer")
+            bounds = " and ".join(f"{lo:.6g}-{up:.6g} s" for lo, up in zip(pad["lower_seconds"], pad["upper_seconds"]))
+            return (f"{why}; padded to the largest shard, the steps' bounds differ ({bounds}), "
+                    "so padding would change the answer")
         form.info["padded"] = {
             "why": "shards of unequal sizes: simulated with every flow padded to the step's largest (the same "
                    "pairs and routes); exact because in every step the unequal plan's busiest-NIC bound equals "
