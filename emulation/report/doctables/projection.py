@@ -918,7 +918,9 @@ def projection_runtimes_all(data: dict) -> list[str]:
         "", f"Limit: {limit:g} s of wall per whole command (process start, the registry's torch import, "
             f"planning, routes and SimGrid); {sum(1 for r in reach if r == top)} of {len(reach)} algorithms "
             f"reach P = {top} within it. Measured {d['started']} to {d.get('finished', '(unfinished)')} on "
-            f"{d['cores']} cores.",
+            f"{d['cores']} cores" + "".join(f"; {', '.join(m['algorithms'])} measured again {m['started']} to "
+                                             f"{m.get('finished', '(unfinished)')}" for m in d.get("remeasured", []))
+            + ".",
         "", "SimGrid's CPU against the run-time estimate's step terms (`step_seconds` over the messages "
             "SimGrid ran per step, each step ending as `step_ends` says), every point that took a second or "
             "more:", ""] + table(
