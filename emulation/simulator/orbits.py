@@ -181,13 +181,14 @@ def padded(steps: list, ranks: int) -> list | None:
     a partition (dedicated servers, fewer ranks): only the flows' sizes are padded, never the
     pairs, so the padded step has the same flows on the same routes (`padded_exact`)."""
     every = tuple(range(ranks))
+    everyone = set(every)
     out = []
     for step in steps:
         for side in ("dsts", "srcs"):
             other = "srcs" if side == "dsts" else "dsts"
             parts = [set(getattr(b, side)) for b in step]
-            if (all(set(getattr(b, other)) == set(every) for b in step)
-                    and sum(len(x) for x in parts) == ranks and set().union(*parts) == set(every)):
+            if (all(set(getattr(b, other)) == everyone for b in step)
+                    and sum(len(x) for x in parts) == ranks and set().union(*parts) == everyone):
                 break
         else:
             return None
@@ -208,6 +209,9 @@ def padded_exact(topo: Topology, hosts: list, steps: list, form: "OrbitForm", ca
     Both without SimGrid's bandwidth factor, which divides both. Returns {"exact": lower ==
     upper to 1e-9 relative in every step, "lower_seconds", "upper_seconds" per step (at full
     link rate), "sizes": the unequal blocks' bytes per step}."""
+    first: dict = {}  # a link of each link orbit (all of an orbit's links have one capacity)
+    for link, o in form.orbit_of.items():
+        first.setdefault(o, link)
     lower, upper, sizes = [], [], []
     for i, step in enumerate(steps):
         nic = block_nic_bytes(topo, hosts, [step])
@@ -218,9 +222,6 @@ def padded_exact(topo: Topology, hosts: list, steps: list, form: "OrbitForm", ca
         for counts in form.n[i]:
             for o, x in counts.items():
                 per_link[o] = per_link.get(o, 0) + x
-        first: dict = {}
-        for link, o in form.orbit_of.items():
-            first.setdefault(o, link)
         worst = max(x / capacity[first[o]] for o, x in per_link.items())
         wire = max(size for _, _, size in form.sched[i])
         lower.append(lo)

@@ -209,9 +209,10 @@ def _modelled_messages(plan: dict, whole_blocks: bool) -> list[tuple]:
         q = 1.0 - (1.0 - k / d) ** b
     up_meta, down_meta = plan["meta_words"]
     u = 1.0 - (1.0 - q) ** plan["workers"]
+    owners = plan["owners"]
     out = []
-    for owner, (first, end), (start, stop) in zip(plan["owners"], blocks.shard_blocks(d, b, len(plan["owners"])),
-                                                 blocks.shard_ranges(d, b, len(plan["owners"]))):
+    for owner, (first, end), (start, stop) in zip(owners, blocks.shard_blocks(d, b, len(owners)),
+                                                 blocks.shard_ranges(d, b, len(owners))):
         kept = round(q * end) - round(q * first)
         union = round(u * end) - round(u * first)
         out.append((owner, tuple(blocks.message_bytes(up_meta + kept + min(kept * b, stop - start))),
