@@ -76,6 +76,16 @@ def _wait(works) -> None:
         work.wait()
 
 
+def _post(comm, nic: int, tag: int, recvs: list, sends: list) -> list:
+    """Post every receive of a step, then every send; the Works. Receives first: a Gloo send
+    moves no data before its receiver has told the sender it posted the receive, and that word
+    travels on the same TCP connection as the receiver's own sends to the sender, behind any
+    payload already queued there. Posting a send first held a whole push of rank 0 back until
+    its pushes to the others had arrived (until 2026-11-29: docs/PROJECTION.md, "Fan-in")."""
+    works = [comm.recv(buf, src, nic=nic, tag=tag) for src, buf in recvs]
+    return works + [comm.send(buf, dst, nic=nic, tag=tag) for dst, buf in sends]
+
+
 def execute(plan: dict, comm, grads, state=None):
     """Workers return the summed gradient; a dedicated server returns its buffer with only its
     own shard filled in (it holds no gradient, so pass it zeros of the full size)."""
@@ -85,17 +95,13 @@ def execute(plan: dict, comm, grads, state=None):
     is_worker = me < n
 
     # 1. push: send my shards to their owners; receive every worker's copy of the shard I own.
+    # Every receive is posted before any send, in both phases (`_post`).
     t0 = time.time()
-    works, incoming = [], {}
-    for phase, src, dst, (start, end) in messages:
-        if phase != "push":
-            continue
-        if dst == me:
-            incoming[src] = torch.empty(end - start, dtype=flat.dtype)
-            works.append(comm.recv(incoming[src], src, nic=nic, tag=PUSH_TAG))
-        elif src == me:
-            works.append(comm.send(flat[start:end], dst, nic=nic, tag=PUSH_TAG))
-    _wait(works)
+    incoming = {src: torch.empty(end - start, dtype=flat.dtype)
+                for phase, src, dst, (start, end) in messages if phase == "push" and dst == me}
+    _wait(_post(comm, nic, PUSH_TAG,
+                [(src, incoming[src]) for phase, src, dst, _ in messages if phase == "push" and dst == me],
+                [(dst, flat[s:e]) for phase, src, dst, (s, e) in messages if phase == "push" and src == me]))
     pushed = sum(DTYPE_BYTES * (e - s) for ph, src, _, (s, e) in messages if ph == "push" and src == me)
     comm.record(tree=0, stage=0, nic=nic, phase="push", t0=t0, t1=time.time(), bytes=pushed)
 
@@ -109,15 +115,10 @@ def execute(plan: dict, comm, grads, state=None):
             flat[start:end] = total
 
     # 2. pull: owners send the reduced shard to every other worker; workers receive in place.
-    t0, works = time.time(), []
-    for phase, src, dst, (start, end) in messages:
-        if phase != "pull":
-            continue
-        if src == me:
-            works.append(comm.send(flat[start:end], dst, nic=nic, tag=PULL_TAG))
-        elif dst == me and is_worker:
-            works.append(comm.recv(flat[start:end], src, nic=nic, tag=PULL_TAG))
-    _wait(works)
+    t0 = time.time()
+    _wait(_post(comm, nic, PULL_TAG,
+                [(src, flat[s:e]) for phase, src, dst, (s, e) in messages if phase == "pull" and dst == me and is_worker],
+                [(dst, flat[s:e]) for phase, src, dst, (s, e) in messages if phase == "pull" and src == me]))
     pulled = sum(DTYPE_BYTES * (e - s) for ph, src, _, (s, e) in messages if ph == "pull" and src == me)
     comm.record(tree=0, stage=1, nic=nic, phase="pull", t0=t0, t1=time.time(), bytes=pulled)
     return flat
