@@ -4,6 +4,7 @@ our own one-parameter model (emulation/simulator/fanin.py) on the fit half of th
     chrt --idle 0 nice -n 19 .venv/bin/python scripts/fan_in.py options   # -> docs/results/projection-fan-in-options/
     chrt --idle 0 nice -n 19 .venv/bin/python scripts/fan_in.py fit       # -> docs/results/projection-fan-in-fit/
     chrt --idle 0 nice -n 19 .venv/bin/python scripts/fan_in.py egress    # -> docs/results/projection-fan-in-egress/
+    chrt --idle 0 nice -n 19 .venv/bin/python scripts/fan_in.py shape     # -> docs/results/projection-fan-in-shape/
 
 `options` simulates every faithful run of the folders with PS or BML runs (OPTION_FOLDERS) under
 SimGrid's own alternatives to today's CM02 configuration (NetworkModel.cfg): LV08 (its latency
@@ -14,7 +15,8 @@ latency L fitted on the fit half's rings (projection-latency-fit) times its roun
 every evaluation. The held-out half is then projected with `syncbed project --measured
 docs/results/F --fan-in E --out docs/results/projection-fan-in/NAME` (every folder of FOLDERS) and
 reported by `syncbed docs` (projection-fan-in). `egress` tries e on every switch egress link
-instead of links into NICs only (`fanin.egress_links`), refitted the same way.
+instead of links into NICs only (`fanin.egress_links`), refitted the same way. `shape` profiles
+the model's form in n (eff(n) = e + (1 - e) / n^shape, e refitted at each shape).
 """
 from __future__ import annotations
 
@@ -153,6 +155,41 @@ def egress(out: Path, lat: float) -> None:
                  "round_latency_seconds": lat, "runs": runs})
 
 
+SHAPES = (0.5, 1.0, 1.5, 2.0, 3.0)  # eff(n) = e + (1 - e) / n^shape; 1 is the model
+
+
+def shape(out: Path, lat: float) -> None:
+    """The model's form in n profiled (`fanin.efficiency`'s shape): for each shape of SHAPES, e
+    refitted on the fit half as `fit` does, then every faithful PS and BML run of 2 MiB or more
+    of both halves simulated at that (e, shape), L x rounds added. Which shape the fit half
+    prefers, and whether the held-out half agrees, is the profile table (projection-fan-in-shape)."""
+    import functools
+
+    pts = _points(FOLDERS)
+    fit_pts = [x for x in pts if in_fit_half(projected_name(x[0]))]
+
+    def simulate(e: float, rows) -> list:
+        return [core.project(dataclasses.replace(p, req=dataclasses.replace(p.req, fan_in=e, reduce="off"),
+                                                 reduce=False))["simulated_seconds"] for _, p, _, _ in rows]
+
+    capacity = fanin.capacity
+    profile = []
+    try:
+        for g in SHAPES:  # NetworkModel asks fanin.capacity(e): the same at this shape
+            fanin.capacity = functools.partial(capacity, shape=g)
+            e, cost = fanin.fit(lambda e: [(s + lat * k) / m["median_sync_seconds"]
+                                           for s, (_, _, m, k) in zip(simulate(e, fit_pts), fit_pts)])
+            sims = simulate(e, pts)
+            profile.append({"shape": g, "fan_in_efficiency": e, "cost": cost,
+                            "simulated_seconds": [s + lat * k for s, (_, _, _, k) in zip(sims, pts)]})
+            print(f"shape {g}: e = {e:.4f}, fit-half cost {cost:.4f}", flush=True)
+    finally:
+        fanin.capacity = capacity
+    _write(out, {"experiment": "the fan-in model's shape in n profiled", "shapes": list(SHAPES),
+                 "round_latency_seconds": lat, "profile": profile,
+                 "runs": [{**_key(f, p, m), "rounds": k, "fit": in_fit_half(projected_name(f))} for f, p, m, k in pts]})
+
+
 def _write(out: Path, summary: dict) -> None:
     out.mkdir(parents=True, exist_ok=True)
     summary.update(simulated=True, finished=time.strftime("%Y-%m-%dT%H:%M:%S"), command=" ".join(sys.argv))
@@ -164,7 +201,7 @@ if __name__ == "__main__":
     import argparse
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", choices=("options", "fit", "egress"))
+    ap.add_argument("what", choices=("options", "fit", "egress", "shape"))
     ap.add_argument("--round-latency", type=float, help="L (s per round) added in the fit; default: projection-latency-fit's")
     a = ap.parse_args()
     if a.what == "options":
@@ -173,5 +210,7 @@ if __name__ == "__main__":
         lat = a.round_latency if a.round_latency is not None else _round_latency()
         if a.what == "egress":
             egress(ROOT / "docs/results/projection-fan-in-egress", lat)
+        elif a.what == "shape":
+            shape(ROOT / "docs/results/projection-fan-in-shape", lat)
         else:
             fit(ROOT / "docs/results/projection-fan-in-fit", lat)

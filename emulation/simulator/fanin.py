@@ -25,21 +25,25 @@ on the other half (emulation/report/doctables/projection.py)."""
 from __future__ import annotations
 
 
-def efficiency(n: int, e: float) -> float:
-    """eff(n) = e + (1 - e) / n: the share of a NIC link's capacity that n concurrent flows get."""
+def efficiency(n: int, e: float, shape: float = 1.0) -> float:
+    """eff(n) = e + (1 - e) / n^shape: the share of a NIC link's capacity that n concurrent flows
+    get. The model is shape 1; `scripts/fan_in.py shape` profiles others (a larger shape loses
+    most of 1 - e by n = 2 or 3, as the one-switch run suggests: docs/PROJECTION.md, "Fan-in")."""
     if not 0 < e <= 1:
         raise ValueError(f"fan-in efficiency {e!r} must be in (0, 1]")
+    if not 0 < shape < float("inf"):
+        raise ValueError(f"fan-in shape {shape!r} must be a positive number")
     if n <= 1:
         return 1.0
-    return e + (1.0 - e) / n
+    return e + (1.0 - e) / n ** shape
 
 
-def capacity(e: float):
+def capacity(e: float, shape: float = 1.0):
     """The NONLINEAR callback SimGrid calls: (capacity, concurrent flows) -> usable capacity."""
-    efficiency(1, e)  # validates e before the engine runs
+    efficiency(1, e, shape)  # validates e and the shape before the engine runs
 
     def cb(c: float, n: int) -> float:
-        return c * efficiency(n, e)
+        return c * efficiency(n, e, shape)
     return cb
 
 

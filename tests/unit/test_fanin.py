@@ -31,6 +31,19 @@ def test_efficiency_leaves_one_flow_alone_and_falls_toward_e():
     assert fanin.capacity(0.5)(100.0, 4) == pytest.approx(100.0 * (0.5 + 0.5 / 4))
 
 
+def test_shape_sets_how_fast_the_loss_comes_with_n():
+    e = 0.6
+    for n in (2, 3, 8):
+        assert fanin.efficiency(n, e, 1.0) == fanin.efficiency(n, e)  # shape 1 is the model
+        assert fanin.efficiency(n, e, 2.0) == pytest.approx(e + (1 - e) / n ** 2)
+        assert e < fanin.efficiency(n, e, 3.0) < fanin.efficiency(n, e, 1.0) < fanin.efficiency(n, e, 0.5) < 1
+    assert fanin.efficiency(1, e, 3.0) == 1.0
+    assert fanin.capacity(e, 2.0)(100.0, 3) == pytest.approx(100.0 * (e + (1 - e) / 9))
+    for bad in (0.0, -1.0, float("inf"), float("nan")):
+        with pytest.raises(ValueError, match="fan-in shape"):
+            fanin.capacity(e, bad)
+
+
 @pytest.mark.parametrize("e", [0.0, -0.1, 1.01, float("nan")])
 def test_bad_efficiency_is_refused(e):
     with pytest.raises(ValueError, match="fan-in efficiency"):
