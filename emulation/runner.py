@@ -131,6 +131,10 @@ class Experiment:
         raise Interrupted(self.interrupted)
 
     def _save(self):
+        # in their folders' names' order, as `syncbed analyze` lists them (cli.run_folders): a file
+        # whose runs change topology back and forth is measured one topology at a time, so the
+        # order they end in is not the file's (kept folders are re-analysed in tests/unit/test_results.py)
+        self.summary["runs"].sort(key=lambda r: str(r.get("dir") or ""))
         _write_json(self.out / "summary.json", self.summary)
 
     def _report(self):
