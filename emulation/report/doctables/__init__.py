@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from emulation.report.docs import Table
 from emulation.report.doctables.bml import (
-    BML_FOLDERS, BML_REPEATS, BML_TRAINING, bml_jct_sensitivity, bml_jct_spread, bml_summary, bml_training)
+    BML_FOLDERS, BML_RECV_FIRST, BML_REPEATS, BML_TRAINING, bml_jct_sensitivity, bml_jct_spread, bml_summary,
+    bml_training)
 from emulation.report.doctables.cluster import CLUSTER_ALGOS, CLUSTER_BENCH, cluster_algorithms, cluster_bench
 from emulation.report.doctables.dfs import DFS, dfs_headline, dfs_runs
 from emulation.report.doctables.forest import (
@@ -27,13 +28,13 @@ from emulation.report.doctables.mgwfbp import (
     MGWFBP_ALL, MGWFBP_MATRIX, MGWFBP_SETTINGS, MGWFBP_WFBP_DILATED, _sources, mgwfbp_matrix, mgwfbp_settings,
     mgwfbp_slower, mgwfbp_wfbp_dilated)
 from emulation.report.doctables.projection import (
-    ADDITIVITY, BML_SCALE, FAN_IN_EGRESS, FAN_IN_OPTIONS, FAN_IN_SOURCES, PROJECTION_SOURCES, RUNTIMES,
-    RUNTIMES_ALL, SAME_DAY_SOURCES, SELECTION_SOURCES, SMALL_SOURCES, STEP_COST, SWEEP, projection_blocksparse_fitted,
-    projection_blocksparse_receives,
-    projection_bml_scale, projection_compute, projection_compute_fit, projection_compute_same_day, projection_families,
-    projection_fan_in, projection_fan_in_egress, projection_fan_in_options, projection_latency_fit, projection_runtimes,
-    projection_runtimes_all, projection_selection_probe, projection_small_messages, projection_sweep,
-    projection_validation, simgrid_step_cost)
+    ADDITIVITY, BML_SCALE, FAN_IN_EGRESS, FAN_IN_OPTIONS, FAN_IN_SHAPE, FAN_IN_SOURCES, PROJECTION_SOURCES,
+    PS_RECV_FIRST_SOURCES, RUNTIMES, RUNTIMES_ALL, SAME_DAY_SOURCES, SELECTION_SOURCES, SMALL_SOURCES, STEP_COST,
+    SWEEP, projection_blocksparse_fitted, projection_blocksparse_receives, projection_bml_scale, projection_compute,
+    projection_compute_fit, projection_compute_same_day, projection_families, projection_fan_in,
+    projection_fan_in_egress, projection_fan_in_options, projection_fan_in_shape, projection_latency_fit,
+    projection_runtimes, projection_runtimes_all, projection_selection_probe, projection_small_messages,
+    projection_sweep, projection_validation, ps_recv_first, simgrid_step_cost)
 from emulation.report.doctables.papers_scale import (
     FOREST_SCALE, GTOPK_SCALE, MGWFBP_SCALE, projection_forest_scale, projection_gtopk_scale, projection_mgwfbp_scale)
 from emulation.report.doctables.results import (
@@ -67,7 +68,7 @@ TABLES = {t.id: t for t in [
           mtu_lever),
     Table("switch-priority", tuple(f"{f}/{n}" for f in SWITCH_PRIORITY for n in ("summary.json", "config.yaml")),
           switch_priority),
-    Table("bml-summary", tuple(f"{f}/summary.json" for f in BML_FOLDERS + BML_REPEATS), bml_summary),
+    Table("bml-summary", tuple(f"{f}/summary.json" for f in BML_FOLDERS + BML_REPEATS + BML_RECV_FIRST), bml_summary),
     Table("hd-default", tuple(f"{f}/{name}" for f in HD_FOLDERS for name in ("summary.json", "config.yaml")),
           hd_default),
     Table("bml-training", tuple(f"{f}/summary.json" for f in BML_TRAINING), bml_training),
@@ -83,6 +84,8 @@ TABLES = {t.id: t for t in [
     Table("projection-blocksparse-fitted", FAN_IN_SOURCES, projection_blocksparse_fitted),
     Table("projection-fan-in-options", (FAN_IN_OPTIONS,), projection_fan_in_options),
     Table("projection-fan-in-egress", PROJECTION_SOURCES + (FAN_IN_EGRESS,), projection_fan_in_egress),
+    Table("projection-fan-in-shape", PROJECTION_SOURCES + (FAN_IN_SHAPE,), projection_fan_in_shape),
+    Table("ps-recv-first", PS_RECV_FIRST_SOURCES, ps_recv_first),
     Table("projection-compute-fit", PROJECTION_SOURCES, projection_compute_fit),
     Table("projection-compute", PROJECTION_SOURCES, projection_compute),
     Table("projection-compute-same-day", SAME_DAY_SOURCES, projection_compute_same_day),

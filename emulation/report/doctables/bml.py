@@ -12,12 +12,15 @@ BML_FOLDERS = ("bml-bcube32-vs-ps-fattree", "bml-bcube42-vs-ps-fattree")
 
 
 BML_REPEATS = tuple(f"bml-repeats/{f}-vgg19-r{i}" for f in BML_FOLDERS for i in (2, 3))
+# the two files run again on 2026-11-29 after PS's executor posted its receives first
+# (workloads/algorithms/ps.py `_post`; docs/PROJECTION.md "Fan-in"): the PS they compare against
+BML_RECV_FIRST = tuple(f"ps-recv-first/{f}" for f in BML_FOLDERS)
 
 
 def bml_summary(data: dict) -> list[str]:
     """The BML experiments beside the paper: emulation/papers/bml.py's pairing, per model."""
     rows = []
-    for folder in sorted(BML_FOLDERS + BML_REPEATS, key=lambda f: (f.split("/")[-1][:25], f)):
+    for folder in sorted(BML_FOLDERS + BML_REPEATS, key=lambda f: (f.split("/")[-1][:25], f)) + list(BML_RECV_FIRST):
         runs = runs_of(data, f"{folder}/summary.json")
         for r in bml_paper.pair(runs):
             b = find(runs, folder, algorithm="bml", model=r["model"])
@@ -25,9 +28,14 @@ def bml_summary(data: dict) -> list[str]:
             rows.append([f"`{folder}`", str(r["model"]), f"{r['bcube']} / {r['fattree']}", str(r["servers"]),
                          fmt(r["sync_ratio"], ".3f"), fmt(r["sync_ratio_claim"], ".3f"),
                          f"{fmt(r['jct_bml_s'], '.2f')} / {fmt(r['jct_ps_s'], '.2f')}",
-                         pct(r["jct_reduction"]), "56.4% (up to)", f"BML {verdict(b)}, PS {verdict(p)}"])
+                         pct(r["jct_reduction"]), "56.4% (up to)", f"BML {verdict(b)}, PS {verdict(p)}",
+                         "receives first" if folder in BML_RECV_FIRST else "**sends first**"])
     return table(["results folder", "model", "BCube / Fat-Tree", "servers", "sync BML / PS", "1/k", "JCT BML / PS s",
-                  "JCT reduction", "paper", "faithful"], rows)
+                  "JCT reduction", "paper", "faithful", "PS executor"], rows) + [
+        "", "PS executor: until 2026-11-29 PS posted each step's sends before its receives, which held "
+            "pushes back (docs/PROJECTION.md, \"Fan-in\"): the rows marked **sends first** compare BML with that "
+            "slower PS; the `ps-recv-first/` rows, the same files run again with every receive posted first, "
+            "are the ones to quote."]
 
 
 def _bml_vgg19_rows(data: dict) -> list[dict]:

@@ -50,6 +50,10 @@ EVERY_FAITHFUL = (
     "switch-priority/gtopk-p32-realtime-r2", "switch-priority/gtopk-p32-realtime", "train-lenet5-digits-r2",
     # 2026-11-29: PS on four workers of a Fat-Tree at 20 Mbit/s, held out (p4-bw100 was not faithful)
     "ps-fan-in-bw/p4-bw20",
+    # 2026-11-29: PS and ring on four workers of one switch (BCube(4,1)), 20 Mbit/s; BML beside PS
+    # there; PS again after its executor posted its receives first; three files run again with it
+    "ps-fan-in-bw/one-switch-p4", "ps-fan-in-bw/one-switch-bml-p4", "ps-fan-in-bw/one-switch-recv-first-p4",
+    "ps-recv-first/default", "ps-recv-first/bml-bcube32-vs-ps-fattree", "ps-recv-first/bml-bcube42-vs-ps-fattree",
 )
 PROJECTED = ("default", "bml-bcube32-vs-ps-fattree", "bml-bcube42-vs-ps-fattree", "dfs-resnet18-digits", *DFS_AGAIN,
              "train-lenet5-digits", "mgwfbp-fattree8", "mgwfbp-fattree8-resnet50",
@@ -80,18 +84,20 @@ def in_fit_half(name: str) -> bool:
     return zlib.crc32(name.encode()) % 2 == 0
 
 
-def fit_round_latency(points) -> tuple[float, float]:
-    """(c, L) minimizing sum (measured - c x simulated - L x rounds)^2 over `points`, each
-    (measured s, simulated s with no latency, message rounds per sync): the bandwidth term's
-    factor and the start-up of one round. Pure; ValueError below two independent points."""
-    import numpy as np
-
-    pts = [(float(m), float(s), float(k)) for m, s, k in points]
-    a = np.array([[s, k] for _, s, k in pts], dtype=float).reshape(-1, 2)
-    if len(pts) < 2 or np.linalg.matrix_rank(a) < 2:
-        raise ValueError(f"fitting a round latency needs two runs with different rounds per byte, got {len(pts)}")
-    (c, lat), *_ = np.linalg.lstsq(a, np.array([m for m, _, _ in pts]), rcond=None)
-    return float(c), float(lat)
+def fit_round_latency(points) -> float:
+    """L minimizing sum ((simulated + L x rounds) / measured - 1)^2 over `points`, each (measured s,
+    simulated s with no latency, message rounds per sync): the start-up of one round, fitted on
+    the relative error the validation reports, on exactly what it validates (simulated + L x
+    rounds; no factor on the bandwidth term). Relative, so that a run of tens of seconds does not
+    outweigh dozens of a second (until 2026-11-29 the fit was on seconds with a free factor c:
+    one 28-s ring moved its L from 5.05 ms to -1.1 ms). Pure (closed form of one-parameter least
+    squares); ValueError without a run that has rounds."""
+    pts = [(float(m), float(s), float(k)) for m, s, k in points if float(m) > 0]
+    xs = [k / m for m, _, k in pts]
+    if not any(xs):
+        raise ValueError(f"fitting a round latency needs a run with message rounds, got {len(pts)} run(s)")
+    ys = [1.0 - s / m for m, s, _ in pts]
+    return sum(x * y for x, y in zip(xs, ys)) / sum(x * x for x in xs)
 
 
 PROJECTION_SOURCES = tuple(rel for f in PROJECTED
@@ -129,10 +135,11 @@ def _fit_points(rows, fit: bool) -> list[dict]:
             and r["gradient_bytes"] >= LATENCY_MIN_BYTES and r["faithful"] is True]
 
 
-def _fitted(rows) -> tuple[float, float, list, list]:
+def _fitted(rows) -> tuple[None, float, list, list]:
+    """(None, L, fit-half points, held-out points); the first place kept for the callers' shape."""
     fit, held = _fit_points(rows, True), _fit_points(rows, False)
-    c, lat = fit_round_latency([(r["measured_seconds"], r["simulated_seconds"], r["rounds"]) for r in fit])
-    return c, lat, fit, held
+    lat = fit_round_latency([(r["measured_seconds"], r["simulated_seconds"], r["rounds"]) for r in fit])
+    return None, lat, fit, held
 
 
 def _with_latency(r: dict, lat: float) -> float | None:
@@ -183,11 +190,10 @@ def _within(ratios) -> int:
 def projection_latency_fit(data: dict) -> list[str]:
     """The round latency fitted on one half of the folders, checked on the other half."""
     rows = _validation(data)
-    c, lat, fit, held = _fitted(rows)
-    lines = [f"Fit: measured = c x simulated (L = 0) + L x rounds, least squares over the {len(fit)} faithful ring "
-             f"and gloo runs with gradients of 2 MiB or more in the fit half "
-             f"({', '.join(sorted({r['experiment'] for r in fit}))}): **L = {lat * 1e3:.2f} ms per round**, "
-             f"c = {c:.3f}.", ""]
+    _, lat, fit, held = _fitted(rows)
+    lines = [f"Fit: simulated (L = 0) + L x rounds against measured, least squares of the relative error over the "
+             f"{len(fit)} faithful ring and gloo runs with gradients of 2 MiB or more in the fit half "
+             f"({', '.join(sorted({r['experiment'] for r in fit}))}): **L = {lat * 1e3:.2f} ms per round**.", ""]
     cells = []
     for half, pts in (("fit", fit), ("held out", held)):
         r0, rl = _ratios(pts), _ratios(pts, lat)
@@ -197,6 +203,13 @@ def projection_latency_fit(data: dict) -> list[str]:
     lines += table(["half", "runs", "experiments", "sim/meas, L = 0", "mean abs(sim/meas - 1)",
                     f"within {TOLERANCE:.0%}", f"sim/meas, L = {lat * 1e3:.2f} ms", "mean abs(sim/meas - 1)",
                     f"within {TOLERANCE:.0%}"], cells)
+    exps = sorted({r["experiment"] for r in fit})
+    if len(exps) > 1:  # how far one folder moves the fit: each fit-half folder left out in turn
+        loo = {x: fit_round_latency([(r["measured_seconds"], r["simulated_seconds"], r["rounds"])
+                                     for r in fit if r["experiment"] != x]) for x in exps}
+        lo, hi = min(loo, key=loo.get), max(loo, key=loo.get)
+        lines += ["", f"Each fit-half folder left out in turn, L = {loo[lo] * 1e3:.2f} ms (without {lo}) to "
+                      f"{loo[hi] * 1e3:.2f} ms (without {hi})."]
     with_lat = [(r, common.ratio(_with_latency(r, lat), r["measured_seconds"])) for r in held]
     outside = [f"{r['experiment']} {r['topology']} {r['algo_spec']} {r['model']} ({x:.2f})"
                for r, x in with_lat if abs(x - 1) > TOLERANCE]
@@ -693,21 +706,30 @@ def _fan_in_rows(data: dict) -> tuple[dict, float, list[dict]]:
 FAN_IN_EGRESS = "projection-fan-in-egress/summary.json"
 
 
+def _current(data: dict, rel: str, what: str) -> float:
+    """L, after checking that `scripts/fan_in.py what`'s record `rel` was simulated with today's L
+    and today's measured runs (ValueError naming the command to rerun otherwise)."""
+    rec = data[rel]
+    _, lat, _, _ = _fitted(rows := _validation(data))
+    if abs(rec["round_latency_seconds"] - lat) > 1e-9:
+        raise ValueError(f"{rel} was simulated with L = {rec['round_latency_seconds']} s, the latency fit now "
+                         f"gives {lat} s: rerun `python scripts/fan_in.py {what}`")
+    measured = {(r["experiment"], r["topology"], r["algo_spec"], r["model"]): r["measured_seconds"] for r in rows}
+    for r in rec["runs"]:
+        now = measured.get((r["experiment"], r["topology"], r["algo_spec"], r["model"]))
+        if now is None or abs(now - r["measured_seconds"]) > 1e-9 * max(1.0, now):
+            raise ValueError(f"{rel} simulated other runs than docs/results/{r['folder']} now holds: "
+                             f"rerun `python scripts/fan_in.py {what}`")
+    return lat
+
+
 def projection_fan_in_egress(data: dict) -> list[str]:
     """The fan-in model at every switch egress (scripts/fan_in.py egress) beside links into NICs only."""
     eg = data[FAN_IN_EGRESS]
-    _, lat, _, _ = _fitted(rows := _validation(data))
-    if abs(eg["round_latency_seconds"] - lat) > 1e-9:
-        raise ValueError(f"{FAN_IN_EGRESS} was simulated with L = {eg['round_latency_seconds']} s, the latency fit now "
-                         f"gives {lat} s: rerun `python scripts/fan_in.py egress`")
-    measured = {(r["experiment"], r["topology"], r["algo_spec"], r["model"]): r["measured_seconds"] for r in rows}
+    lat = _current(data, FAN_IN_EGRESS, "egress")
     e = eg["fan_in_efficiency"]
     cells, within = [], {}
     for r in eg["runs"]:
-        now = measured.get((r["experiment"], r["topology"], r["algo_spec"], r["model"]))
-        if now is None or abs(now - r["measured_seconds"]) > 1e-9 * max(1.0, now):
-            raise ValueError(f"{FAN_IN_EGRESS} simulated other runs than docs/results/{r['folder']} now holds: "
-                             f"rerun `python scripts/fan_in.py egress`")
         x = {k: common.ratio(v, r["measured_seconds"]) for k, v in r["simulated_seconds"].items()}
         half = "fit" if r["fit"] else "held out"
         for k, v in x.items():
@@ -719,6 +741,59 @@ def projection_fan_in_egress(data: dict) -> list[str]:
     return lines + ["", "Within 10%, L = " + f"{lat * 1e3:.2f} ms added: " + "; ".join(
         f"{half}, {'into NICs' if k == 'nic' else 'every switch egress'}: {_within(v)} of {len(v)}"
         for (half, k), v in sorted(within.items(), key=lambda kv: (kv[0][0], kv[0][1] != "nic"))) + "."]
+
+
+# PS's executor before and after it posted its receives first (2026-11-29, workloads/algorithms/ps.py
+# `_post`): (folder measured with sends first, folder rerun with receives first); the one-switch
+# pair adds BML beside the old PS (the same flows into each NIC), and the ring beside it
+PS_RECV_FIRST = (("ps-fan-in-bw/one-switch-p4", "ps-fan-in-bw/one-switch-recv-first-p4"),
+                 ("ps-fan-in-bw/one-switch-bml-p4", "ps-fan-in-bw/one-switch-recv-first-p4"),
+                 *((f, f"ps-recv-first/{f}") for f in ("default", "bml-bcube32-vs-ps-fattree",
+                                                        "bml-bcube42-vs-ps-fattree")))
+PS_RECV_FIRST_SOURCES = tuple(sorted({f"{f}/summary.json" for pair in PS_RECV_FIRST for f in pair}))
+
+
+def ps_recv_first(data: dict) -> list[str]:
+    """Every run of the folders measured with PS's sends posted first beside the same run of the
+    folder measured again with its receives first: PS should move, the others should not."""
+    cells = []
+    for old, new in PS_RECV_FIRST:
+        after = {(r["topology"], r["algorithm"], r["model"]): r for r in runs_of(data, f"{new}/summary.json")}
+        for r in runs_of(data, f"{old}/summary.json"):
+            key = (r["topology"], r["algorithm"], r["model"])
+            n = after.get(key) if r["algorithm"] == "ps" or new.startswith("ps-recv-first/") else None
+            before_s, after_s = num(r.get("median_sync_seconds")), num((n or {}).get("median_sync_seconds"))
+            cells.append([f"`{old}`", f"`{new}`" if n else NA, r["topology"], r["algo_spec"], str(r["model"]),
+                          fmt(before_s, ".3f"), fmt(num(r.get("sync_over_bound")), ".2f"), verdict(r),
+                          fmt(after_s, ".3f"), fmt(num((n or {}).get("sync_over_bound")), ".2f"),
+                          verdict(n) if n else NA, fmt(common.ratio(after_s, before_s), ".2f")])
+    return table(["measured with sends first", "again with receives first", "topology", "algorithm", "model",
+                  "sync s", "x bound", "faithful", "sync s", "x bound", "faithful", "after / before"], cells)
+
+
+FAN_IN_SHAPE = "projection-fan-in-shape/summary.json"
+
+
+def projection_fan_in_shape(data: dict) -> list[str]:
+    """The fan-in model's form in n profiled (scripts/fan_in.py shape): per shape, e refitted on the
+    fit half and every faithful PS and BML run of 2 MiB or more of both halves simulated at it."""
+    sh = data[FAN_IN_SHAPE]
+    lat = _current(data, FAN_IN_SHAPE, "shape")
+    cells = []
+    for prof in sh["profile"]:
+        x = [(r, common.ratio(s, r["measured_seconds"])) for r, s in zip(sh["runs"], prof["simulated_seconds"])]
+        row = [fmt(prof["shape"], "g") + (" (the model)" if prof["shape"] == 1 else ""),
+               f"{prof['fan_in_efficiency']:.3f}", f"{prof['cost']:.4f}"]
+        for half in (True, False):
+            for algo in ("ps", "bml"):
+                v = [y for r, y in x if r["fit"] == half and r["algorithm"] == algo]
+                row.append(f"{_within(v)} of {len(v)} ({span(v)})")
+        cells.append(row)
+    return table(["shape", "e (fitted)", "fit-half cost", "fit half: PS within 10% (sim/meas)", "fit half: BML",
+                  "held out: PS", "held out: BML"], cells) + [
+        "", f"eff(n) = e + (1 - e) / n^shape on the links into NICs; e fitted at each shape on the fit half as the "
+            f"model's (least squares of (simulated + L x rounds) / measured - 1, L = {lat * 1e3:.2f} ms); "
+            f"`{sh['command']}`."]
 
 
 # the same file run five times on 2026-11-28 as the block-sparse executors changed (folder, what it
