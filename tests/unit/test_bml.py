@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 
+from tests.threaded_comm import run_ranks
 from topologies import spec
 from topologies.bcube import server_name
 from workloads.algorithms import base, bml
@@ -336,20 +337,7 @@ def test_executor_with_fake_groups_returns_the_sum(n, k):
     comms = [_FakeComm(r, N, algo.groups(plan), mailbox) for r in range(N)]
     grads = [torch.randint(-9, 10, (e,), generator=torch.Generator().manual_seed(r)).float() for r in range(N)]
     want = torch.stack(grads).sum(0)
-    out, errors = [None] * N, []
-
-    def rank(r):
-        try:
-            out[r] = algo.execute(plan, comms[r], grads[r].clone())
-        except BaseException as exc:  # noqa: BLE001 (reported below)
-            errors.append(exc)
-
-    threads = [threading.Thread(target=rank, args=(r,)) for r in range(N)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-    assert not errors, errors
+    out = run_ranks(algo.execute, plan, comms, grads)
     for r in range(N):
         assert torch.equal(out[r], want), r
         stages = sorted((ev["tree"], ev["stage"]) for ev in comms[r].events)

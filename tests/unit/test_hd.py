@@ -5,63 +5,20 @@ The closed form is checked against a brute force: the executor itself, every ran
 thread, over an in-process fake `Comm` that records each send (peer, tag = step, bytes).
 """
 import json
-import threading
 from collections import defaultdict
 
 import pytest
 import torch
 
+from tests.threaded_comm import run_ranks, threaded_comms
 from workloads.algorithms import base, hd
 
 pytestmark = pytest.mark.unit
 
 
-class _FakeComm:
-    """send/recv between threads, matched by (src, dst, tag) like Gloo; every send recorded."""
-
-    def __init__(self, rank, box, cond):
-        self.rank, self.box, self.cond, self.sends, self.events = rank, box, cond, [], []
-
-    def send(self, tensor, dst, nic=0, tag=0):
-        with self.cond:
-            self.box[(self.rank, dst, tag)] = tensor.clone()
-            self.cond.notify_all()
-        self.sends.append((dst, nic, tag, tensor.numel() * tensor.element_size()))
-        return _Done(lambda: None)
-
-    def recv(self, tensor, src, nic=0, tag=0):
-        def wait():
-            with self.cond:
-                assert self.cond.wait_for(lambda: (src, self.rank, tag) in self.box, 20), (src, self.rank, tag)
-                tensor.copy_(self.box.pop((src, self.rank, tag)))
-        return _Done(wait)
-
-    def record(self, **event):
-        self.events.append(event)
-
-
-class _Done:
-    def __init__(self, wait):
-        self.wait = wait
-
-
 def _run_every_rank(plan, grads):
-    box, cond = {}, threading.Condition()
-    comms = [_FakeComm(r, box, cond) for r in range(plan["workers"])]
-    out, errors = [None] * len(comms), []
-
-    def rank(r):
-        try:
-            out[r] = hd.execute(plan, comms[r], grads[r].clone())
-        except BaseException as exc:  # noqa: BLE001 (reported below)
-            errors.append(exc)
-
-    threads = [threading.Thread(target=rank, args=(r,)) for r in range(len(comms))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-    assert not errors, errors
+    comms, box = threaded_comms(plan["workers"])
+    out = run_ranks(hd.execute, plan, comms, grads)
     assert not box, f"messages nobody received: {sorted(box)}"
     return out, comms
 
