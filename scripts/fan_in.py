@@ -92,7 +92,7 @@ def _round_latency() -> float:
     from emulation.report.doctables import projection
 
     data = docs.load_sources(ROOT / "docs/results", projection.PROJECTION_SOURCES)
-    return projection._fitted(projection._validation(data))[1]
+    return projection._fitted(projection._validation(data))[0]
 
 
 def _points(folders) -> list:
@@ -102,15 +102,18 @@ def _points(folders) -> list:
             if p.algo.name in FIT_ALGOS and (m.get("gradient_bytes") or 0) >= LATENCY_MIN_BYTES]
 
 
+def _simulate(e: float, rows) -> list:
+    """Each `_points` row simulated at fan-in efficiency e, every flow listed (fan-in needs them)."""
+    return [core.project(dataclasses.replace(p, req=dataclasses.replace(p.req, fan_in=e, reduce="off"),
+                                             reduce=False))["simulated_seconds"] for _, p, _, _ in rows]
+
+
 def fit(out: Path, lat: float) -> None:
     pts = _points(f for f in FOLDERS if in_fit_half(projected_name(f)))
     evaluations = []
 
     def evaluate(e: float) -> list:
-        sims = []
-        for folder, p, m, rounds in pts:
-            q = dataclasses.replace(p, req=dataclasses.replace(p.req, fan_in=e, reduce="off"), reduce=False)
-            sims.append(core.project(q)["simulated_seconds"])
+        sims = _simulate(e, pts)
         evaluations.append({"fan_in": e, "simulated_seconds": sims})
         ratios = [(s + lat * k) / m["median_sync_seconds"] for s, (_, _, m, k) in zip(sims, pts)]
         print(f"e = {e:.4f}: cost {sum((x - 1) ** 2 for x in ratios):.4f}", flush=True)
@@ -128,20 +131,15 @@ def egress(out: Path, lat: float) -> None:
     into NICs only: e refitted on the fit half the same way, then every faithful PS and BML run of
     2 MiB or more of both halves simulated both ways at their e, L x rounds added."""
     pts = _points(FOLDERS)
-
-    def simulate(e: float, rows) -> list:
-        return [core.project(dataclasses.replace(p, req=dataclasses.replace(p.req, fan_in=e, reduce="off"),
-                                                 reduce=False))["simulated_seconds"] for _, p, _, _ in rows]
-
     fit_pts = [x for x in pts if in_fit_half(projected_name(x[0]))]
     e_nic = json.loads((ROOT / "docs/results/projection-fan-in-fit/summary.json").read_text())["fan_in_efficiency"]
-    nic = simulate(e_nic, pts)
+    nic = _simulate(e_nic, pts)
     nic_links = fanin.nic_links
     try:  # the model's links (NetworkModel.nic_capacity asks fanin.nic_links): every switch egress instead
         fanin.nic_links = fanin.egress_links
         e_egress, cost = fanin.fit(lambda e: [(s + lat * k) / m["median_sync_seconds"]
-                                              for s, (_, _, m, k) in zip(simulate(e, fit_pts), fit_pts)])
-        eg = simulate(e_egress, pts)
+                                              for s, (_, _, m, k) in zip(_simulate(e, fit_pts), fit_pts)])
+        eg = _simulate(e_egress, pts)
     finally:
         fanin.nic_links = nic_links
     runs = [{**_key(f, p, m), "rounds": k, "fit": in_fit_half(projected_name(f)),
@@ -167,19 +165,14 @@ def shape(out: Path, lat: float) -> None:
 
     pts = _points(FOLDERS)
     fit_pts = [x for x in pts if in_fit_half(projected_name(x[0]))]
-
-    def simulate(e: float, rows) -> list:
-        return [core.project(dataclasses.replace(p, req=dataclasses.replace(p.req, fan_in=e, reduce="off"),
-                                                 reduce=False))["simulated_seconds"] for _, p, _, _ in rows]
-
     capacity = fanin.capacity
     profile = []
     try:
         for g in SHAPES:  # NetworkModel asks fanin.capacity(e): the same at this shape
             fanin.capacity = functools.partial(capacity, shape=g)
             e, cost = fanin.fit(lambda e: [(s + lat * k) / m["median_sync_seconds"]
-                                           for s, (_, _, m, k) in zip(simulate(e, fit_pts), fit_pts)])
-            sims = simulate(e, pts)
+                                           for s, (_, _, m, k) in zip(_simulate(e, fit_pts), fit_pts)])
+            sims = _simulate(e, pts)
             profile.append({"shape": g, "fan_in_efficiency": e, "cost": cost,
                             "simulated_seconds": [s + lat * k for s, (_, _, _, k) in zip(sims, pts)]})
             print(f"shape {g}: e = {e:.4f}, fit-half cost {cost:.4f}", flush=True)

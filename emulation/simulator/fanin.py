@@ -5,7 +5,9 @@ Why. The flow model gives every link its capacity whatever the number of flows s
 PS phase, a BML stage's group) queue in the switch port's HTB queue in front of that NIC, and
 their windows, losses and retransmission timeouts leave the port idle part of the time
 (TCP incast, docs/FIDELITY.md #9): measured PS and BML sit well above their busiest-link bound
-while rings, one flow per NIC, sit at it.
+while rings, one flow per NIC, sit at it. (Since 2026-11-29 much of PS's part is known to have
+been its executor posting sends before receives, not TCP: docs/PROJECTION.md, "Fan-in". What
+BML and the fixed PS still lose is what e stands for now.)
 
 Model (one parameter, e, 0 < e <= 1). The link into a NIC carrying n concurrent flows delivers
 
@@ -28,7 +30,7 @@ from __future__ import annotations
 def efficiency(n: int, e: float, shape: float = 1.0) -> float:
     """eff(n) = e + (1 - e) / n^shape: the share of a NIC link's capacity that n concurrent flows
     get. The model is shape 1; `scripts/fan_in.py shape` profiles others (a larger shape loses
-    most of 1 - e by n = 2 or 3, as the one-switch run suggests: docs/PROJECTION.md, "Fan-in")."""
+    most of 1 - e by n = 2 or 3; the fit half prefers 1: docs/PROJECTION.md, "Fan-in")."""
     if not 0 < e <= 1:
         raise ValueError(f"fan-in efficiency {e!r} must be in (0, 1]")
     if not 0 < shape < float("inf"):

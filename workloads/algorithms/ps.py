@@ -78,10 +78,10 @@ def _wait(works) -> None:
 
 def _post(comm, nic: int, tag: int, recvs: list, sends: list) -> list:
     """Post every receive of a step, then every send; the Works. Receives first: a Gloo send
-    moves no data before its receiver has told the sender it posted the receive, and that word
-    travels on the same TCP connection as the receiver's own sends to the sender, behind any
-    payload already queued there. Posting a send first held a whole push of rank 0 back until
-    its pushes to the others had arrived (until 2026-11-29: docs/PROJECTION.md, "Fan-in")."""
+    moves no data before its receiver has told the sender it posted the receive, and (our
+    reading of the capture) that word waits behind the receiver's own payload to the sender on
+    their connection. Posting a send first held rank 0's whole push back until the others'
+    pushes to it had arrived (until 2026-11-29: docs/PROJECTION.md, "Fan-in")."""
     works = [comm.recv(buf, src, nic=nic, tag=tag) for src, buf in recvs]
     return works + [comm.send(buf, dst, nic=nic, tag=tag) for dst, buf in sends]
 
@@ -99,8 +99,7 @@ def execute(plan: dict, comm, grads, state=None):
     t0 = time.time()
     incoming = {src: torch.empty(end - start, dtype=flat.dtype)
                 for phase, src, dst, (start, end) in messages if phase == "push" and dst == me}
-    _wait(_post(comm, nic, PUSH_TAG,
-                [(src, incoming[src]) for phase, src, dst, _ in messages if phase == "push" and dst == me],
+    _wait(_post(comm, nic, PUSH_TAG, list(incoming.items()),
                 [(dst, flat[s:e]) for phase, src, dst, (s, e) in messages if phase == "push" and src == me]))
     pushed = sum(DTYPE_BYTES * (e - s) for ph, src, _, (s, e) in messages if ph == "push" and src == me)
     comm.record(tree=0, stage=0, nic=nic, phase="push", t0=t0, t1=time.time(), bytes=pushed)

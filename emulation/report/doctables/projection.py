@@ -135,11 +135,11 @@ def _fit_points(rows, fit: bool) -> list[dict]:
             and r["gradient_bytes"] >= LATENCY_MIN_BYTES and r["faithful"] is True]
 
 
-def _fitted(rows) -> tuple[None, float, list, list]:
-    """(None, L, fit-half points, held-out points); the first place kept for the callers' shape."""
+def _fitted(rows) -> tuple[float, list, list]:
+    """(L, fit-half points, held-out points)."""
     fit, held = _fit_points(rows, True), _fit_points(rows, False)
     lat = fit_round_latency([(r["measured_seconds"], r["simulated_seconds"], r["rounds"]) for r in fit])
-    return None, lat, fit, held
+    return lat, fit, held
 
 
 def _with_latency(r: dict, lat: float) -> float | None:
@@ -152,7 +152,7 @@ def projection_validation(data: dict) -> list[str]:
     """Every measured run with a simulated form: simulated (no latency, and with the latency fitted
     on the other half of the folders) against measured."""
     rows = _validation(data)
-    _, lat, _, _ = _fitted(rows)
+    lat, _, _ = _fitted(rows)
     cells = []
     for r in rows:
         with_lat = _with_latency(r, lat)
@@ -190,7 +190,7 @@ def _within(ratios) -> int:
 def projection_latency_fit(data: dict) -> list[str]:
     """The round latency fitted on one half of the folders, checked on the other half."""
     rows = _validation(data)
-    _, lat, fit, held = _fitted(rows)
+    lat, fit, held = _fitted(rows)
     lines = [f"Fit: simulated (L = 0) + L x rounds against measured, least squares of the relative error over the "
              f"{len(fit)} faithful ring and gloo runs with gradients of 2 MiB or more in the fit half "
              f"({', '.join(sorted({r['experiment'] for r in fit}))}): **L = {lat * 1e3:.2f} ms per round**.", ""]
@@ -268,7 +268,7 @@ def _family(r: dict) -> str:
 def projection_families(data: dict) -> list[str]:
     """Simulated / measured by family of algorithm: where the flow model holds and where not."""
     rows = _validation(data)
-    _, lat, _, _ = _fitted(rows)
+    lat, _, _ = _fitted(rows)
     fams: dict = {}
     for r in rows:
         fams.setdefault(_family(r), []).append(r)
@@ -301,7 +301,7 @@ def projection_small_messages(data: dict) -> list[str]:
     """Rings and gloos of 8 KiB to 2 MiB on one BCube: each run's start-up per round beyond the
     bandwidth term, the fitted L's ratio, the run's own spread, and the held-out file measured twice."""
     rows = _validation(data)
-    _, lat, _, _ = _fitted(rows)
+    lat, _, _ = _fitted(rows)
     mine = [r for r in rows if r["folder"] in SMALL_MESSAGES]
     first = {(r["algo_spec"], r["model"]): r for r in mine if r["folder"] == SMALL_MESSAGES[1]}
     repeat = []
@@ -674,7 +674,7 @@ def _fan_in_rows(data: dict) -> tuple[dict, float, list[dict]]:
     """(the fit's record, L, every faithful run of FAN_IN_FOLDERS: its projection without fan-in
     and L, `_validation`'s row, and with the fitted e, projection-fan-in/, plus L x rounds)."""
     fit = data[FAN_IN_FIT]
-    _, lat, _, _ = _fitted(_validation(data))
+    lat, _, _ = _fitted(_validation(data))
     if abs(fit["round_latency_seconds"] - lat) > 1e-9:
         raise ValueError(f"{FAN_IN_FIT} was fitted with L = {fit['round_latency_seconds']} s, the latency fit now "
                          f"gives {lat} s: rerun `python scripts/fan_in.py fit` and the fan-in projections")
@@ -710,7 +710,7 @@ def _current(data: dict, rel: str, what: str) -> float:
     """L, after checking that `scripts/fan_in.py what`'s record `rel` was simulated with today's L
     and today's measured runs (ValueError naming the command to rerun otherwise)."""
     rec = data[rel]
-    _, lat, _, _ = _fitted(rows := _validation(data))
+    lat, _, _ = _fitted(rows := _validation(data))
     if abs(rec["round_latency_seconds"] - lat) > 1e-9:
         raise ValueError(f"{rel} was simulated with L = {rec['round_latency_seconds']} s, the latency fit now "
                          f"gives {lat} s: rerun `python scripts/fan_in.py {what}`")
