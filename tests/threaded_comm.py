@@ -6,9 +6,15 @@ from __future__ import annotations
 
 import threading
 
+from workloads.comm import Comm
+
 
 class ThreadedComm:
-    """One rank's end: `sends` (dst, nic, tag, bytes), `posted` ("recv" | "send", tag) in order."""
+    """One rank's end: `sends` (dst, nic, tag, bytes), `posted` ("recv" | "send", tag) in order.
+    Variable-size messages are Comm's own framing over this send/recv."""
+
+    VAR_DATA_TAG = Comm.VAR_DATA_TAG
+    send_var, recv_vars, exchange_vars = Comm.send_var, Comm.recv_vars, Comm.exchange_vars
 
     def __init__(self, rank: int, box: dict, cond: threading.Condition):
         self.rank, self.box, self.cond = rank, box, cond

@@ -10,11 +10,11 @@ NIC, under `PrefixStore(f"g:{id}")`; only member ranks build it (group rank = in
 `spec.ranks`). torch 2.13 needs no default group for any of this.
 
 Executors only see this object: `send`/`recv` by global rank on a NIC (they return Gloo
-`Work`; post the pairs, then wait), `send_var`/`recv_var`/`recv_vars` for messages whose size
-only the sender knows (a size header, then the data), `group(id)`, `barrier()`, and `record(**event)` for
-timeline events that the worker writes into the rank's JSONL log. `sent` and `messages` count
-the payload bytes and sends handed to `send` per (dst, nic); the parallel tests compare them
-with `traffic(plan)`.
+`Work`; post the pairs, then wait), `send_var`/`recv_var`/`recv_vars`/`exchange_vars` for
+messages whose size only the sender knows (a size header, then the data), `group(id)`,
+`barrier()`, and `record(**event)` for timeline events that the worker writes into the rank's
+JSONL log. `sent` and `messages` count the payload bytes and sends handed to `send` per
+(dst, nic); the parallel tests compare them with `traffic(plan)`.
 """
 from __future__ import annotations
 
@@ -159,6 +159,33 @@ class Comm:
         for work in [self.recv(out, src, nic, tag + self.VAR_DATA_TAG) for out, src in zip(outs, srcs) if out.numel()]:
             work.wait()
         return outs
+
+    def exchange_vars(self, sends: list, srcs: list, dtype: torch.dtype, nic: int = 0, tag: int = 0) -> tuple[list, list]:
+        """One step of variable-size messages: send each `(tensor, dst)` of `sends` as `send_var`
+        does and receive one such message from each rank of `srcs`; returns (the received
+        tensors in `srcs` order, the sends' Works to wait for later). Blocks until every receive
+        completed.
+
+        Receives go first in both halves: every header's receive is posted before any header is
+        sent, and every payload's receive (each as soon as its header arrived) before any payload
+        is sent. A Gloo send moves no data until the receiver has told the sender its receive is
+        posted, and that word travels on the receiver's own connection to the sender, behind
+        whatever the receiver is already sending there: a rank that sent its payloads first held
+        the word back behind them, and each pair exchanged one way and then the other (found in
+        PS's executor, docs/PROJECTION.md "Fan-in")."""
+        headers = [torch.zeros(1, dtype=torch.int64) for _ in srcs]
+        got = [self.recv(h, src, nic, tag) for h, src in zip(headers, srcs)]
+        works = [self.send(torch.tensor([t.numel()], dtype=torch.int64), dst, nic, tag) for t, dst in sends]
+        outs, data = [], []
+        for work, h, src in zip(got, headers, srcs):
+            work.wait()
+            outs.append(torch.empty(int(h[0]), dtype=dtype))
+            if outs[-1].numel():
+                data.append(self.recv(outs[-1], src, nic, tag + self.VAR_DATA_TAG))
+        works += [self.send(t, dst, nic, tag + self.VAR_DATA_TAG) for t, dst in sends if t.numel()]
+        for work in data:
+            work.wait()
+        return outs, works
 
     def _check_peer(self, peer: int) -> None:
         if not 0 <= peer < self.world or peer == self.rank:

@@ -13,7 +13,9 @@ import math
 import pytest
 import torch
 
+from tests.threaded_comm import run_ranks, threaded_comms
 from workloads import blocks, sparse
+from workloads.comm import Comm
 from workloads.planners import blocks as block_sizes
 from workloads.algorithms import _blocksparse as bs
 from workloads.algorithms import base, dfs
@@ -396,14 +398,6 @@ def test_the_default_candidates_refuse_a_gradient_smaller_than_the_largest():
 
 # --- the P = 1 executor ------------------------------------------------------------------------------
 
-class Solo:
-    """The Comm of a single rank: nobody to talk to."""
-    rank = 0
-
-    def record(self, **event):
-        pass
-
-
 @pytest.mark.parametrize("spec", ["omnireduce", "omnireduce,block=64,density=0.1", "topk_ps,density=0.05",
                                   "dfs,density=0.2,blocks=16:64:256"])
 def test_a_single_rank_executes_what_its_reference_says(spec):
@@ -414,7 +408,7 @@ def test_a_single_rank_executes_what_its_reference_says(spec):
         state.begin(it)
         xs = grads.all_workers(it)
         expected = algo.reference(p, xs, memory)
-        assert torch.equal(algo.execute(p, Solo(), xs[0].clone(), state), expected)
+        assert torch.equal(algo.execute(p, threaded_comms(1)[0][0], xs[0].clone(), state), expected)
         observed = dict(memory["record"].observed[0])
         if "next" in memory:
             observed.update(next_block=memory["next"][0], modelled_bytes=memory["next"][1])
@@ -428,3 +422,38 @@ def test_a_single_rank_executes_what_its_reference_says(spec):
             assert torch.equal(state.memory["residual"].residual, memory["residuals"][0].residual)
     if p["algorithm"] == "dfs":
         assert state.memory["history"] == memory["history"] and state.memory["block"] == memory["block"]
+
+
+@pytest.mark.parametrize("workers, servers", [(3, 0), (4, 0), (3, 2)])
+@pytest.mark.parametrize("spec", ["omnireduce", "topk_ps,density=0.05", "dfs,density=0.2,blocks=16:64:256"])
+def test_every_rank_posts_a_steps_receives_before_its_sends_and_holds_what_the_reference_says(spec, workers, servers):
+    """Each step (push, pull) is one `Comm.exchange_vars`: in each half of it (length headers,
+    then payloads) a rank posts every receive before any send, so the word that a receive is
+    posted never waits behind the rank's own payload (docs/PROJECTION.md, "Fan-in"). Without
+    processes (tests/threaded_comm.py); the bytes each rank sent are the reference's."""
+    algo, p = plan(spec, workers, servers=servers)
+    world, memory = workers + servers, {}
+    grads = SyntheticGradients(workers, 3001, 3, SPARSE)
+    states = [base.SyncState(rank=r, workers=workers, world=world) for r in range(world)]
+    for it in range(2):
+        for state in states:
+            state.begin(it)
+        xs = grads.all_workers(it)
+        expected = algo.reference(p, xs, memory)
+        comms, box = threaded_comms(world)
+        inputs = xs + [torch.zeros(3001)] * servers
+        out = run_ranks(lambda plan_, comm, g: algo.execute(plan_, comm, g, states[comm.rank]), p, comms, inputs)
+        assert not box, f"messages nobody received: {sorted(box)}"
+        assert all(torch.equal(out[w], expected) for w in range(workers))
+        for r, comm in enumerate(comms):
+            for tag in {t for _, t in comm.posted}:  # push and pull, headers and payloads apart
+                kinds = [k for k, t in comm.posted if t == tag]
+                assert kinds == sorted(kinds), f"rank {r} posted a send before a receive under tag {tag}: {kinds}"
+            sent = {}
+            for dst, nic, tag, nbytes in comm.sends:
+                b_m = sent.setdefault((dst, nic), [0, 0])
+                b_m[0] += nbytes
+                b_m[1] += 1
+            assert sorted([dst, nic, *b_m] for (dst, nic), b_m in sent.items()) == \
+                memory["record"].sent.get(r, []), f"rank {r}"
+        assert any(k == "recv" for c in comms for k, t in c.posted if t >= Comm.VAR_DATA_TAG)

@@ -19,11 +19,14 @@ shard i; dedicated: ranks W..W+S-1), shards of whole blocks (`blocks.shard_block
    (the minimum next offset over workers, sands-lab/omnireduce `aggregator.cpp`).
 3. Pull: the owner sends every worker but itself one message (tag PULL_TAG) with the union's
    blocks of the summed shard; every worker writes them into a zeroed result.
-Every rank posts all its sends before its first blocking receive, so no ordering of ranks
-can deadlock Gloo; sends are waited for at the end. A step's receives are posted all at once
-(`Comm.recv_vars`): a Gloo send waits until its receive is posted, and receiving one sender
+A step is one `Comm.exchange_vars` on every rank: its receives posted first (headers, then
+payloads as their headers arrive), then its sends, which are waited for at the end; nothing
+waits on a peer before its own headers are sent, so no ordering of ranks can deadlock Gloo.
+Both orders matter because a Gloo send waits until its receive is posted: receiving one sender
 after another (before 2026-11-28, `recv_var` in rank order) let an owner's pushes, and a
-worker's pulls, through one at a time, every owner starting with the same sender.
+worker's pulls, through one at a time, every owner starting with the same sender; posting the
+sends before the receives (until 2026-11-29) held the word that a receive was posted behind
+the rank's own payload to that peer, as in PS (docs/PROJECTION.md, "Fan-in").
 
 `simulate` does the same sync in one process over every worker's contribution and returns
 what every rank must hold, send (the very same int32 words, so the bytes) and observe: the
@@ -434,19 +437,21 @@ def exchange(plan: dict, rules: Rules, comm, contribution: Contribution | None, 
     if contribution is not None:
         with timed(state, CODEC.key):
             pushes = push_words(plan, contribution)
-    pushed_bytes = 0
+    pushed_bytes, sends = 0, []
     if pushes is not None:
         spans = blocks.shard_blocks(d, block, len(owners))
         for s, owner in enumerate(owners):
             if owner != me:
-                works += comm.send_var(pushes[s], owner, nic=nic, tag=PUSH_TAG)
-                keep.append(pushes[s])
+                sends.append((pushes[s], owner))
                 pushed_bytes += blocks.message_bytes(pushes[s].numel())[0]
                 up_sent += int(contribution.mask[spans[s][0]:spans[s][1]].sum())
     agg, mine = None, owners.index(me) if me in owners else None
+    senders = [w for w in range(n) if w != me] if mine is not None else []
+    got, posted = comm.exchange_vars(sends, senders, torch.int32, nic=nic, tag=PUSH_TAG)
+    works += posted
+    keep += [t for t, _ in sends]
     if mine is not None:  # 2. aggregate my shard
-        senders = [w for w in range(n) if w != me]
-        got = dict(zip(senders, comm.recv_vars(senders, torch.int32, nic=nic, tag=PUSH_TAG))) if senders else {}
+        got = dict(zip(senders, got))
         words = [pushes[mine] if w == me else got[w] for w in range(n)]
         if block is None:  # a dedicated server learns the block size from the pushes
             block = rules.block_of(words[0][:rules.up_words].tolist())
@@ -454,21 +459,22 @@ def exchange(plan: dict, rules: Rules, comm, contribution: Contribution | None, 
             agg = aggregate(plan, rules, mine, block, words)
     comm.record(tree=0, stage=0, nic=nic, phase="push", t0=t0, t1=time.time(), bytes=pushed_bytes)
 
-    t0, pulled_bytes = time.time(), 0  # 3. pull
+    t0, pulled_bytes, sends = time.time(), 0, []  # 3. pull
     if agg is not None:
-        for w in range(n):
-            if w != me:
-                works += comm.send_var(agg.words, w, nic=nic, tag=PULL_TAG)
-                pulled_bytes += blocks.message_bytes(agg.words.numel())[0]
+        sends = [(agg.words, w) for w in range(n) if w != me]
+        pulled_bytes = len(sends) * blocks.message_bytes(agg.words.numel())[0]
         keep.append(agg.words)
         observed.update(_owner_observed(plan, agg, me))
-    result, down_meta = None, {}
+    result, down_meta, senders = None, {}, []
     if contribution is not None:
         with timed(state, CODEC.key):
             result, down_recv = torch.zeros(d, dtype=torch.float32), 0
-        ranges = blocks.shard_ranges(d, block, len(owners))
         senders = [owner for owner in owners if owner != me]
-        pulls = dict(zip(senders, comm.recv_vars(senders, torch.int32, nic=nic, tag=PULL_TAG))) if senders else {}
+    pulls, posted = comm.exchange_vars(sends, senders, torch.int32, nic=nic, tag=PULL_TAG)
+    works += posted
+    pulls = dict(zip(senders, pulls))
+    if contribution is not None:
+        ranges = blocks.shard_ranges(d, block, len(owners))
         for s, owner in enumerate(owners):
             start, end = ranges[s]
             if owner == me:
