@@ -10,9 +10,9 @@ our own one-parameter model (emulation/simulator/fanin.py) on the fit half of th
 SimGrid's own alternatives to today's CM02 configuration (NetworkModel.cfg): LV08 (its latency
 and bandwidth factors, weight-S), cross-traffic on, the SMPI model (size-dependent bandwidth
 factors). `fit` fits the fan-in efficiency e on the faithful PS and BML runs of 2 MiB or more in
-the fit half (`in_fit_half`), each simulated at the candidate e inside SimGrid, plus the round
-latency L fitted on the fit half's rings (projection-latency-fit) times its rounds; it records
-every evaluation. The held-out half is then projected with `syncbed project --measured
+the fit half (`in_fit_half`) whose executor still runs (not `superseded`), each simulated at the
+candidate e inside SimGrid, plus the round latency L fitted on the fit half's rings
+(projection-latency-fit) times its rounds; it records every evaluation. The held-out half is then projected with `syncbed project --measured
 docs/results/F --fan-in E --out docs/results/projection-fan-in/NAME` (every folder of FOLDERS) and
 reported by `syncbed docs` (projection-fan-in). `egress` tries e on every switch egress link
 instead of links into NICs only (`fanin.egress_links`), refitted the same way. `shape` profiles
@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from emulation.report.doctables.projection import (FAN_IN_FOLDERS as FOLDERS, LATENCY_MIN_BYTES,  # noqa: E402
-                                                   in_fit_half, projected_name)
+                                                   in_fit_half, projected_name, superseded)
 from emulation.simulator import core, fanin, sweep  # noqa: E402
 
 OPTION_FOLDERS = tuple(f for f in FOLDERS if not f.startswith(("mgwfbp", "gtopk")))  # those with PS or BML runs
@@ -97,9 +97,15 @@ def _round_latency() -> float:
 
 def _points(folders) -> list:
     """(folder, prepared projection, measured run, rounds) of every faithful PS and BML run of
-    2 MiB or more in `folders`: the runs the fan-in model is fitted and checked on."""
-    return [(folder, p, m, sum(p.algo.step_rounds(p.plan))) for folder in folders for p, m in _preps(folder)
-            if p.algo.name in FIT_ALGOS and (m.get("gradient_bytes") or 0) >= LATENCY_MIN_BYTES]
+    2 MiB or more in `folders` whose executor still runs (`superseded`): the runs the fan-in model
+    is fitted and checked on."""
+    out = []
+    for folder in folders:
+        started = json.loads((ROOT / "docs/results" / folder / "summary.json").read_text()).get("started")
+        out += [(folder, p, m, sum(p.algo.step_rounds(p.plan))) for p, m in _preps(folder)
+                if p.algo.name in FIT_ALGOS and (m.get("gradient_bytes") or 0) >= LATENCY_MIN_BYTES
+                and not superseded(p.algo.name, started)]
+    return out
 
 
 def _simulate(e: float, rows) -> list:

@@ -247,7 +247,7 @@ def test_the_receives_table_sets_the_same_file_folders_side_by_side():
 def test_the_fitted_block_sparse_rows_charge_the_fit_halfs_models_instead_of_the_logged_compute():
     """projection-blocksparse-fitted: each faithful block-sparse run's time with e and L is its
     fan-in projection minus the compute the replay charged, plus what the cost models give; the
-    models come from the fit half only, and every run with the receives posted together is labelled so."""
+    models come from the fit half only, and every run is labelled with how its executor posted its receives."""
     from emulation.simulator import costs
     from workloads.algorithms import base
 
@@ -257,7 +257,8 @@ def test_the_fitted_block_sparse_rows_charge_the_fit_halfs_models_instead_of_the
     fits = proj.fitted_costs(data)
     assert fits and all(r["fit"] for _, rows in fits.values() for r in rows)
     assert proj.in_fit_half("dfs-resnet18-digits-fit-half")
-    assert {f for f, _ in proj.RECEIVES[2:]} <= set(proj.RECEIVES_TOGETHER) <= set(proj.PROJECTED)
+    assert {f for f, _ in proj.RECEIVES[2:5]} <= set(proj.RECEIVES_TOGETHER) <= set(proj.PROJECTED)
+    assert set(proj.RECEIVES_FIRST) <= set(proj.PROJECTED) and not set(proj.RECEIVES_FIRST) & set(proj.RECEIVES_TOGETHER)
     rows = proj.blocksparse_fitted_rows(data)
     assert {r["algorithm"] for r in rows} == set(proj.BLOCK_SPARSE)
     for r in rows:
@@ -271,7 +272,8 @@ def test_the_fitted_block_sparse_rows_charge_the_fit_halfs_models_instead_of_the
         assert r["fitted_seconds"] == pytest.approx(expect)
         assert r["fitted_ratio"] == pytest.approx(expect / r["measured_seconds"])
     lines = proj.projection_blocksparse_fitted(data)
-    assert sum(1 for line in lines if line.startswith("| dfs | ")) == 4  # both halves, both receive orders
+    # the fit half with two receive orders, the held-out half with all three
+    assert sum(1 for line in lines if line.startswith("| dfs | ")) == 5
 
 
 def test_a_projection_older_than_its_measured_folder_is_refused():
@@ -315,3 +317,21 @@ def test_the_selection_probe_times_every_process_at_a_barrier():
     assert rec["procs"] == 2 and rec["elements"] == 20_000
     assert 0 < rec["mean_seconds"] <= rec["slowest_seconds"] + 1e-12
     assert mod.main(["--elements", "10", "--procs", "1"]) == 2  # refused in one line
+
+
+def test_runs_of_a_replaced_executor_are_marked_and_left_out_of_the_fan_in_fit():
+    """EXECUTOR_CHANGES: a run of PS before 2026-11-29 07:20, or of a block-sparse algorithm before
+    10:36 that day, measured an executor that posted its sends first. It is marked superseded and
+    the fan-in fit (scripts/fan_in.py) holds none, while PS with its receives first is in it."""
+    proj = doctables.projection
+    assert proj.superseded("ps", "2026-11-28T23:59:59") == "sends first"
+    assert proj.superseded("ps", "2026-11-29T07:27:57") is None
+    assert proj.superseded("omnireduce", "2026-11-29T10:35:59") == "sends first"
+    assert proj.superseded("omnireduce", "2026-11-29T11:11:54") is None
+    assert proj.superseded("bml", "2026-11-20T00:00:00") is None and proj.superseded("ps", None) is None
+    assert proj.algo_label({"algorithm": "ps", "superseded": "sends first"}) == "ps (sends first, superseded)"
+    root = Path(__file__).resolve().parents[2] / "docs" / "results"
+    fit = json.loads((root / proj.FAN_IN_FIT).read_text())
+    started = {f: json.loads((root / f / "summary.json").read_text())["started"] for f in {r["folder"] for r in fit["runs"]}}
+    assert not [r for r in fit["runs"] if proj.superseded(r["algorithm"], started[r["folder"]])]
+    assert {r["algorithm"] for r in fit["runs"]} == {"ps", "bml"}

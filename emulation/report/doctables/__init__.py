@@ -28,13 +28,14 @@ from emulation.report.doctables.mgwfbp import (
     MGWFBP_ALL, MGWFBP_MATRIX, MGWFBP_SETTINGS, MGWFBP_WFBP_DILATED, _sources, mgwfbp_matrix, mgwfbp_settings,
     mgwfbp_slower, mgwfbp_wfbp_dilated)
 from emulation.report.doctables.projection import (
-    ADDITIVITY, BML_SCALE, FAN_IN_EGRESS, FAN_IN_OPTIONS, FAN_IN_SHAPE, FAN_IN_SOURCES, PROJECTION_SOURCES,
-    PS_RECV_FIRST_SOURCES, RUNTIMES, RUNTIMES_ALL, SAME_DAY_SOURCES, SELECTION_SOURCES, SMALL_SOURCES, STEP_COST,
-    SWEEP, projection_blocksparse_fitted, projection_blocksparse_receives, projection_bml_scale, projection_compute,
-    projection_compute_fit, projection_compute_same_day, projection_families, projection_fan_in,
-    projection_fan_in_egress, projection_fan_in_options, projection_fan_in_shape, projection_latency_fit,
-    projection_runtimes, projection_runtimes_all, projection_selection_probe, projection_small_messages,
-    projection_sweep, projection_validation, ps_recv_first, simgrid_step_cost)
+    ADDITIVITY, BLOCKSPARSE_ORDER_SOURCES, BML_SCALE, FAN_IN_EGRESS, FAN_IN_OPTIONS, FAN_IN_SHAPE, FAN_IN_SOURCES,
+    PROJECTION_SOURCES, PS_RECV_FIRST_SOURCES, RUNTIMES, RUNTIMES_ALL, SAME_DAY_SOURCES, SELECTION_SOURCES,
+    SMALL_SOURCES, STEP_COST, SWEEP, blocksparse_order, projection_blocksparse_fitted,
+    projection_blocksparse_receives, projection_bml_scale, projection_compute, projection_compute_fit,
+    projection_compute_same_day, projection_families, projection_fan_in, projection_fan_in_egress,
+    projection_fan_in_options, projection_fan_in_shape, projection_latency_fit, projection_runtimes,
+    projection_runtimes_all, projection_selection_probe, projection_small_messages, projection_sweep,
+    projection_validation, ps_recv_first, simgrid_step_cost)
 from emulation.report.doctables.papers_scale import (
     FOREST_SCALE, GTOPK_SCALE, MGWFBP_SCALE, projection_forest_scale, projection_gtopk_scale, projection_mgwfbp_scale)
 from emulation.report.doctables.results import (
@@ -72,8 +73,10 @@ TABLES = {t.id: t for t in [
     Table("hd-default", tuple(f"{f}/{name}" for f in HD_FOLDERS for name in ("summary.json", "config.yaml")),
           hd_default),
     Table("bml-training", tuple(f"{f}/summary.json" for f in BML_TRAINING), bml_training),
-    Table("bml-jct-spread", tuple(f"{f}/summary.json" for f in BML_FOLDERS + BML_REPEATS), bml_jct_spread),
-    Table("bml-jct-sensitivity", tuple(f"{f}/summary.json" for f in BML_FOLDERS + BML_REPEATS), bml_jct_sensitivity),
+    Table("bml-jct-spread", tuple(f"{f}/summary.json" for f in BML_FOLDERS + BML_REPEATS + BML_RECV_FIRST),
+          bml_jct_spread),
+    Table("bml-jct-sensitivity", tuple(f"{f}/summary.json" for f in BML_FOLDERS + BML_REPEATS + BML_RECV_FIRST),
+          bml_jct_sensitivity),
     Table("results-index", tuple(f"{f}/summary.json" for fs in RESULTS_INDEX.values() for f in fs), results_index),
     Table("projection-validation", PROJECTION_SOURCES, projection_validation),
     Table("projection-latency-fit", PROJECTION_SOURCES + ADDITIVITY, projection_latency_fit),
@@ -86,6 +89,7 @@ TABLES = {t.id: t for t in [
     Table("projection-fan-in-egress", PROJECTION_SOURCES + (FAN_IN_EGRESS,), projection_fan_in_egress),
     Table("projection-fan-in-shape", PROJECTION_SOURCES + (FAN_IN_SHAPE,), projection_fan_in_shape),
     Table("ps-recv-first", PS_RECV_FIRST_SOURCES, ps_recv_first),
+    Table("blocksparse-order", BLOCKSPARSE_ORDER_SOURCES, blocksparse_order),
     Table("projection-compute-fit", PROJECTION_SOURCES, projection_compute_fit),
     Table("projection-compute", PROJECTION_SOURCES, projection_compute),
     Table("projection-compute-same-day", SAME_DAY_SOURCES, projection_compute_same_day),

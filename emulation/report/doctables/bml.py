@@ -13,8 +13,9 @@ BML_FOLDERS = ("bml-bcube32-vs-ps-fattree", "bml-bcube42-vs-ps-fattree")
 
 BML_REPEATS = tuple(f"bml-repeats/{f}-vgg19-r{i}" for f in BML_FOLDERS for i in (2, 3))
 # the two files run again on 2026-11-29 after PS's executor posted its receives first
-# (workloads/algorithms/ps.py `_post`; docs/PROJECTION.md "Fan-in"): the PS they compare against
-BML_RECV_FIRST = tuple(f"ps-recv-first/{f}" for f in BML_FOLDERS)
+# (workloads/algorithms/ps.py `_post`; docs/PROJECTION.md "Fan-in"): the PS they compare against;
+# twice each (the second, -r2, later that day)
+BML_RECV_FIRST = tuple(f"ps-recv-first/{f}{r}" for f in BML_FOLDERS for r in ("", "-r2"))
 
 
 def bml_summary(data: dict) -> list[str]:
@@ -40,10 +41,14 @@ def bml_summary(data: dict) -> list[str]:
 
 def _bml_vgg19_rows(data: dict) -> list[dict]:
     """Per BML experiment, its VGG-19 pair (BML on BCube, PS on Fat-Tree) in every run of it:
-    the main folder and its repeats."""
+    the main folder and its repeats, then its runs with PS's receives first (BML_RECV_FIRST) as
+    the experiment `ps-recv-first/<main>`."""
     out = []
-    for main in BML_FOLDERS:
-        for folder in (main, *(f for f in BML_REPEATS if f.split("/")[-1].startswith(main))):
+    groups = [(main, (main, *(f for f in BML_REPEATS if f.split("/")[-1].startswith(main)))) for main in BML_FOLDERS]
+    groups += [(f"ps-recv-first/{main}", tuple(f for f in BML_RECV_FIRST if f.startswith(f"ps-recv-first/{main}")))
+               for main in BML_FOLDERS]
+    for main, folders in groups:
+        for folder in folders:
             runs = runs_of(data, f"{folder}/summary.json")
             pairs = [r for r in bml_paper.pair(runs) if r["model"] == "vgg19"]
             if len(pairs) != 1:
@@ -69,11 +74,13 @@ def bml_jct_spread(data: dict) -> list[str]:
                      f"{pct(min(red))} .. {pct(max(red))}",
                      f"{fmt(statistics.median(ratio), '.3f')} ({fmt(min(ratio), '.3f')} .. {fmt(max(ratio), '.3f')})",
                      fmt(xs[0]["pair"]["sync_ratio_claim"], ".3f"),
-                     ", ".join(f"BML {verdict(x['bml'])} / PS {verdict(x['ps'])}" for x in xs)])
+                     ", ".join(f"BML {verdict(x['bml'])} / PS {verdict(x['ps'])}" for x in xs),
+                     "receives first" if exp.startswith("ps-recv-first/") else "**sends first**"])
         notes += [f"- `{x['folder']}`: PS run not faithful: {reasons(x['ps'])}" for x in xs if x["ps"].get("faithful") is False]
         notes += [f"- `{x['folder']}`: BML run not faithful: {reasons(x['bml'])}" for x in xs if x["bml"].get("faithful") is False]
     return table(["experiment", "BCube / Fat-Tree", "runs", "JCT reduction per run", "median", "range",
-                  "sync BML / PS median (range)", "1/k", "faithful per run"], rows) + ([""] + notes if notes else [])
+                  "sync BML / PS median (range)", "1/k", "faithful per run", "PS executor"], rows) + (
+        [""] + notes if notes else [])
 
 
 BML_TRAINING = ("train-lenet5-digits", "train-lenet5-digits-r2")

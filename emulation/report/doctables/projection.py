@@ -11,18 +11,23 @@ from emulation.results.load import MB, num
 
 # experiments/dfs_resnet18_digits.yaml run again on 2026-11-28: four times with 40 iterations, then
 # the whole file (150) with the fixed receives (the DFS paper's table), all in the held-out half;
-# then 40 iterations named into the fit half, the first fit-half folder to log aggregate and codec
+# then 40 iterations named into the fit half, the first fit-half folder to log aggregate and codec;
+# on 2026-11-29, 40 iterations held out after the block-sparse executors posted a step's receives
+# before its sends
 DFS_AGAIN = ("dfs-resnet18-digits-held-out", "dfs-resnet18-digits-codec-logged", "dfs-resnet18-digits-concurrent-recv",
              "dfs-resnet18-digits-concurrent-recv-again", "dfs-resnet18-digits-recv-fixed",
-             "dfs-resnet18-digits-fit-half")
+             "dfs-resnet18-digits-fit-half", "dfs-resnet18-digits-receives-first")
 # the ResNet-50 gTop-k file again at P = 8 and 16, 2026-11-29, named so that both are held out:
 # the cost models of the selection and merge (fitted on 2026-11-24's P = 8 and 16) on another day
 GTOPK_AGAIN = tuple(f"gtopk-scaling-fattree-r2/p{p}" for p in (8, 16))
 # Every other kept folder with a faithful run, added 2026-11-29 (the issue asks for every faithful
 # run in docs/results; the list above was the folders chosen one by one until then). Left out:
 # cluster-two-servers/* (their runs span two machines joined by a tunnel, which the projection's
-# network, the topology alone, does not hold) and dfs-resnet18-digits-same-day (the block-sparse
-# cost models' same-day fit, kept out of the split on purpose: "Compute and data-dependent bytes").
+# network, the topology alone, does not hold), dfs-resnet18-digits-same-day (the block-sparse
+# cost models' same-day fit, kept out of the split on purpose: "Compute and data-dependent bytes")
+# and blocksparse-order/sends-first (run with the block-sparse executors of before 2026-11-29
+# 10:36 on purpose, the "before" of blocksparse-order/receives-first: it measures code that no
+# longer runs).
 EVERY_FAITHFUL = (
     "bml-repeats/bml-bcube32-vs-ps-fattree-vgg19-r2", "bml-repeats/bml-bcube32-vs-ps-fattree-vgg19-r3",
     "bml-repeats/bml-bcube42-vs-ps-fattree-vgg19-r2", "bml-repeats/bml-bcube42-vs-ps-fattree-vgg19-r3",
@@ -54,6 +59,12 @@ EVERY_FAITHFUL = (
     # there; PS again after its executor posted its receives first; three files run again with it
     "ps-fan-in-bw/one-switch-p4", "ps-fan-in-bw/one-switch-bml-p4", "ps-fan-in-bw/one-switch-recv-first-p4",
     "ps-recv-first/default", "ps-recv-first/bml-bcube32-vs-ps-fattree", "ps-recv-first/bml-bcube42-vs-ps-fattree",
+    # the same three files again later that day (two in the fit half), so that PS with its receives
+    # first has runs on both sides of the split
+    "ps-recv-first/default-r2", "ps-recv-first/bml-bcube32-vs-ps-fattree-r2",
+    "ps-recv-first/bml-bcube42-vs-ps-fattree-r2",
+    # 2026-11-29: the block-sparse executors with a step's receives before its sends, ResNet-18
+    "blocksparse-order/receives-first",
 )
 PROJECTED = ("default", "bml-bcube32-vs-ps-fattree", "bml-bcube42-vs-ps-fattree", "dfs-resnet18-digits", *DFS_AGAIN,
              "train-lenet5-digits", "mgwfbp-fattree8", "mgwfbp-fattree8-resnet50",
@@ -104,6 +115,27 @@ PROJECTION_SOURCES = tuple(rel for f in PROJECTED
                            for rel in (f"{f}/summary.json", f"projection-vs-measured/{projected_name(f)}/summary.json"))
 
 
+# Executors changed after some folders were measured: (algorithms, when the change landed, what
+# changed). A run of one of them in a folder started before that moment measured code that no
+# longer runs: it stays in every table, marked, and out of the fan-in fit and the counts of the
+# algorithm as it runs today (docs/PROJECTION.md, "Fan-in").
+EXECUTOR_CHANGES = ((("ps",), "2026-11-29T07:20:00", "sends first"),
+                    (("dfs", "omnireduce", "topk_ps"), "2026-11-29T10:36:00", "sends first"))
+
+
+def superseded(algorithm: str | None, started: str | None) -> str | None:
+    """What changed in `algorithm`'s executor since a folder started at `started` (ISO time), or None."""
+    for algos, since, what in EXECUTOR_CHANGES:
+        if algorithm in algos and started is not None and started < since:
+            return what
+    return None
+
+
+def algo_label(r: dict) -> str:
+    """A row's algorithm, marked when its executor has been replaced since it was measured."""
+    return r["algorithm"] + (f" ({r['superseded']}, superseded)" if r.get("superseded") else "")
+
+
 def _validation(data: dict) -> list[dict]:
     """Every run simulated against measured: the projection's row, its rounds, the measured run,
     the folder's side of the split. Refuses a projection older than its measured folder."""
@@ -124,9 +156,11 @@ def _validation(data: dict) -> list[dict]:
             sim = sims[key]
             if sim.get("round_latency_seconds"):
                 raise ValueError(f"projection-vs-measured/{name} was simulated with a round latency; the fit needs 0")
+            started = data[f"{folder}/summary.json"].get("started")
             out.append({**v, "experiment": name, "folder": folder, "fit": in_fit_half(name), "run": m, "sim": sim,
                         "rounds": sim.get("rounds_per_sync"), "algorithm": m.get("algorithm"),
-                        "gradient_bytes": num(m.get("gradient_bytes")) or 0})
+                        "gradient_bytes": num(m.get("gradient_bytes")) or 0,
+                        "superseded": superseded(m.get("algorithm"), started)})
     return out
 
 
@@ -158,7 +192,8 @@ def projection_validation(data: dict) -> list[str]:
         with_lat = _with_latency(r, lat)
         it = (f"{fmt(r.get('measured_iteration_seconds'), '.3f')} / {fmt(r.get('simulated_iteration_seconds'), '.3f')}"
               if r.get("measured_iteration_seconds") is not None else "")
-        cells.append([r["experiment"], "fit" if r["fit"] else "held out", r["topology"], r["algo_spec"],
+        spec = r["algo_spec"] + (f" ({r['superseded']}, superseded)" if r["superseded"] else "")
+        cells.append([r["experiment"], "fit" if r["fit"] else "held out", r["topology"], spec,
                       str(r["model"]), str(r["workers"]), fmt(r["measured_seconds"], ".3f"),
                       fmt(r["simulated_seconds"], ".3f"), fmt(r["sim_over_measured"], ".2f"),
                       fmt(r["rounds"], "g"), fmt(with_lat, ".3f"),
@@ -771,6 +806,35 @@ def ps_recv_first(data: dict) -> list[str]:
                   "sync s", "x bound", "faithful", "sync s", "x bound", "faithful", "after / before"], cells)
 
 
+# the block-sparse executors' posting order measured in one hour (2026-11-29): before (a worktree at
+# the commit before the change) and after Comm.exchange_vars
+BLOCKSPARSE_ORDER = ("blocksparse-order/sends-first", "blocksparse-order/receives-first")
+BLOCKSPARSE_ORDER_SOURCES = tuple(f"{f}/summary.json" for f in BLOCKSPARSE_ORDER)
+
+
+def blocksparse_order(data: dict) -> list[str]:
+    """Each block-sparse run with the sends posted first beside the same run with the receives
+    first, an hour apart at most: the sync, and the compute inside it (the slowest rank's), which
+    the posting order should not move."""
+    old, new = BLOCKSPARSE_ORDER
+    after = {(r["topology"], r["algo_spec"], r["model"]): r for r in runs_of(data, f"{new}/summary.json")}
+    cells = []
+    for r in runs_of(data, f"{old}/summary.json"):
+        n = after.get((r["topology"], r["algo_spec"], r["model"])) or {}
+        compute = lambda x: sum(num(x.get(k)) or 0.0 for k in ("sparsify_seconds_slowest",  # noqa: E731
+                                                               "codec_seconds_slowest", "aggregate_seconds"))
+        b, a = num(r.get("median_sync_seconds")), num(n.get("median_sync_seconds"))
+        cells.append([r["algo_spec"], str(r["model"]), fmt(b, ".3f"), fmt(compute(r), ".3f"),
+                      fmt(num(r.get("sync_over_bound")), ".2f"), verdict(r), fmt(a, ".3f"),
+                      fmt(compute(n) if n else None, ".3f"), fmt(num(n.get("sync_over_bound")), ".2f"),
+                      verdict(n) if n else NA, fmt(common.ratio(a, b), ".2f")])
+    return table(["algorithm", "model", "sends first: sync s", "of it compute s", "x bound", "faithful",
+                  "receives first: sync s", "of it compute s", "x bound", "faithful", "after / before"], cells) + [
+        "", "Compute s: the slowest rank's selection, coding and aggregation per sync (medians: "
+            "`sparsify_seconds_slowest` + `codec_seconds_slowest` + `aggregate_seconds` of summary.json), the part "
+            "of the sync that the posting order does not change."]
+
+
 FAN_IN_SHAPE = "projection-fan-in-shape/summary.json"
 
 
@@ -797,12 +861,14 @@ def projection_fan_in_shape(data: dict) -> list[str]:
 
 
 # the same file run five times on 2026-11-28 as the block-sparse executors changed (folder, what it
-# ran); from the third on, the receives are posted together
+# ran); from the third on, the receives are posted together (after the sends); the sixth, on
+# 2026-11-29, posts them before the sends
 RECEIVES = (("dfs-resnet18-digits-held-out", "receives one sender after another; codec not logged"),
             ("dfs-resnet18-digits-codec-logged", "one sender after another; codec logged"),
             ("dfs-resnet18-digits-concurrent-recv", "receives posted together; codec logged"),
             ("dfs-resnet18-digits-concurrent-recv-again", "the same, run again"),
-            ("dfs-resnet18-digits-recv-fixed", "the same, 150 iterations: the DFS paper's table"))
+            ("dfs-resnet18-digits-recv-fixed", "the same, 150 iterations: the DFS paper's table"),
+            ("dfs-resnet18-digits-receives-first", "receives posted before the sends, 40 iterations"))
 
 
 def projection_blocksparse_receives(data: dict) -> list[str]:
@@ -824,17 +890,28 @@ def projection_blocksparse_receives(data: dict) -> list[str]:
     head = ["algorithm", "model"]
     for f, what in RECEIVES:
         head += [f"{f} ({what}): measured s", "sim/meas"]
-    ratios = [c["fan_in_ratio"] for name in names[2:] for s, m in keys
-              if (c := by.get((name, s, m))) and c["fan_in_ratio"] is not None]
+    counts = []
+    for how in BLOCK_SPARSE_EXECUTORS[1:]:
+        ratios = [c["fan_in_ratio"] for (f, _), name in zip(RECEIVES, names) if blocksparse_executor(f) == how
+                  for s, m in keys if (c := by.get((name, s, m))) and c["fan_in_ratio"] is not None]
+        counts.append(f"with the receives {how}, {_within(ratios)} of {len(ratios)}")
     return table(head, cells) + [
         "", f"sim/meas: the replay (logged bytes and compute) with the fitted e and L = {lat * 1e3:.2f} ms, as in the "
-            f"fan-in table. With the receives posted together (the last {len(names) - 2} folders), {_within(ratios)} of "
-            f"{len(ratios)} faithful block-sparse runs are within {TOLERANCE:.0%}."]
+            f"fan-in table. Faithful block-sparse runs within {TOLERANCE:.0%}: {'; '.join(counts)}."]
 
 
 BLOCK_SPARSE = ("dfs", "omnireduce", "topk_ps")
-# the folders whose block-sparse executors posted a step's receives together (Comm.recv_vars)
-RECEIVES_TOGETHER = (*(f for f, _ in RECEIVES[2:]), "dfs-resnet18-digits-fit-half")
+# the folders whose block-sparse executors posted a step's receives together after its sends
+# (Comm.recv_vars, 2026-11-28), and those that post them before the sends (Comm.exchange_vars,
+# 2026-11-29); the older folders received one sender after another
+RECEIVES_TOGETHER = (*(f for f, _ in RECEIVES[2:5]), "dfs-resnet18-digits-fit-half")
+RECEIVES_FIRST = ("dfs-resnet18-digits-receives-first", "blocksparse-order/receives-first")
+BLOCK_SPARSE_EXECUTORS = ("one sender after another", "posted together, after the sends", "posted before the sends")
+
+
+def blocksparse_executor(folder: str) -> str:
+    """How the block-sparse executors of a folder's runs posted a step's receives (BLOCK_SPARSE_EXECUTORS)."""
+    return BLOCK_SPARSE_EXECUTORS[2 if folder in RECEIVES_FIRST else 1 if folder in RECEIVES_TOGETHER else 0]
 
 
 def blocksparse_fitted_rows(data: dict) -> list[dict]:
@@ -860,8 +937,8 @@ def projection_blocksparse_fitted(data: dict) -> list[str]:
     cells = []
     for algo in BLOCK_SPARSE:
         for half, of_half in zip(("fit", "held out"), fan_in_split([r for r in rows if r["algorithm"] == algo])):
-            for receives, together in (("one sender after another", False), ("posted together", True)):
-                pts = [r for r in of_half if (r["folder"] in RECEIVES_TOGETHER) == together]
+            for receives in BLOCK_SPARSE_EXECUTORS:
+                pts = [r for r in of_half if blocksparse_executor(r["folder"]) == receives]
                 if not pts:
                     continue
                 logged = [r["fan_in_ratio"] for r in pts if r["fan_in_ratio"] is not None]
@@ -888,7 +965,8 @@ def projection_fan_in(data: dict) -> list[str]:
     lines = [f"Fit: **e = {e:.3f}** (a link into a NIC crossed by n flows delivers e + (1 - e)/n of its capacity), "
              f"least squares of (simulated + L x rounds) / measured - 1 over the {len(fit_runs)} faithful "
              f"{' and '.join(a.upper() if a == 'ps' else a.upper() for a in fit['fit_algorithms'])} runs with "
-             f"gradients of 2 MiB or more in the fit half ({', '.join(sorted({r['experiment'] for r in fit_runs}))}), "
+             f"gradients of 2 MiB or more in the fit half ({', '.join(sorted({r['experiment'] for r in fit_runs}))}; "
+             f"runs of an executor replaced since they were measured, marked superseded below, left out), "
              f"each simulated at the candidate e ({len(fit['evaluations'])} evaluations, `{fit['command']}`), with "
              f"L = {lat * 1e3:.2f} ms per round from the latency fit above. Every run below is projected again with "
              f"`--fan-in {e:.4f}` (`docs/results/projection-fan-in/`) and L x rounds added (layer-wise plans: their own "
@@ -896,7 +974,7 @@ def projection_fan_in(data: dict) -> list[str]:
     groups: dict = {}
     for r in rows:
         size = ">= 2 MiB" if r["gradient_bytes"] >= LATENCY_MIN_BYTES else "< 2 MiB"
-        groups.setdefault((r["algorithm"], size), []).append(r)
+        groups.setdefault((algo_label(r), size), []).append(r)
     cells = []
     for (algo, size), rs in sorted(groups.items()):
         for half, pts in zip(("fit", "held out"), fan_in_split(rs)):
@@ -911,7 +989,8 @@ def projection_fan_in(data: dict) -> list[str]:
     lines += table(["algorithm", "gradients", "half", "faithful runs", "experiments", "sim/meas, e = 1, L = 0",
                     f"sim/meas, e = {e:.3f}, L = {lat * 1e3:.2f} ms", "mean abs(sim/meas - 1)",
                     f"within {TOLERANCE:.0%}", f"layer-wise: iteration sim/meas (within {TOLERANCE:.0%})"], cells)
-    outside = [f"{r['experiment']} {r['topology']} {r['algo_spec']} {r['model']} ({r['fan_in_ratio']:.2f})"
+    outside = [f"{r['experiment']} {r['topology']} {r['algo_spec']}{' (superseded)' if r['superseded'] else ''} "
+               f"{r['model']} ({r['fan_in_ratio']:.2f})"
                for r in rows if not r["fit"] and r["fan_in_ratio"] is not None and abs(r["fan_in_ratio"] - 1) > TOLERANCE]
     return lines + ["", "Held out and outside 10% with the fitted e and L: " + ("; ".join(outside) or "none") + "."]
 
