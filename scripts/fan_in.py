@@ -12,9 +12,10 @@ and bandwidth factors, weight-S), cross-traffic on, the SMPI model (size-depende
 factors). `fit` fits the fan-in efficiency e on the faithful PS and BML runs of 2 MiB or more in
 the fit half (`in_fit_half`) whose executor still runs (not `superseded`), each simulated at the
 candidate e inside SimGrid, plus the round latency L fitted on the fit half's rings
-(projection-latency-fit) times its rounds; it records every evaluation. The held-out half is then projected with `syncbed project --measured
-docs/results/F --fan-in E --out docs/results/projection-fan-in/NAME` (every folder of FOLDERS) and
-reported by `syncbed docs` (projection-fan-in). `egress` tries e on every switch egress link
+(projection-latency-fit) times its rounds; it records every evaluation. The held-out half is
+then projected with `syncbed project --measured docs/results/F --fan-in E --out
+docs/results/projection-fan-in/NAME` (every folder of FOLDERS) and reported by `syncbed docs`
+(projection-fan-in). `egress` tries e on every switch egress link
 instead of links into NICs only (`fanin.egress_links`), refitted the same way. `shape` profiles
 the model's form in n (eff(n) = e + (1 - e) / n^shape, e refitted at each shape).
 """

@@ -160,7 +160,8 @@ class Comm:
             work.wait()
         return outs
 
-    def exchange_vars(self, sends: list, srcs: list, dtype: torch.dtype, nic: int = 0, tag: int = 0) -> tuple[list, list]:
+    def exchange_vars(self, sends: list, srcs: list, dtype: torch.dtype, nic: int = 0,
+                      tag: int = 0) -> tuple[list, list]:
         """One step of variable-size messages: send each `(tensor, dst)` of `sends` as `send_var`
         does and receive one such message from each rank of `srcs`; returns (the received
         tensors in `srcs` order, the sends' Works to wait for later). Blocks until every receive
@@ -169,10 +170,10 @@ class Comm:
         Receives go first in both halves: every header's receive is posted before any header is
         sent, and every payload's receive (each as soon as its header arrived) before any payload
         is sent. A Gloo send moves no data until the receiver has told the sender its receive is
-        posted, and that word travels on the receiver's own connection to the sender, behind
-        whatever the receiver is already sending there: a rank that sent its payloads first held
-        the word back behind them, and each pair exchanged one way and then the other (found in
-        PS's executor, docs/PROJECTION.md "Fan-in")."""
+        posted, and (our reading of PS's capture) that word waits behind whatever the receiver is
+        already sending to the sender on their connection: a rank that posted its payloads first
+        held the word back behind them (found in PS's executor, docs/PROJECTION.md "Fan-in"; for
+        these messages measured in the blocksparse-order table there)."""
         headers = [torch.zeros(1, dtype=torch.int64) for _ in srcs]
         got = [self.recv(h, src, nic, tag) for h, src in zip(headers, srcs)]
         works = [self.send(torch.tensor([t.numel()], dtype=torch.int64), dst, nic, tag) for t, dst in sends]

@@ -30,7 +30,8 @@ from __future__ import annotations
 def efficiency(n: int, e: float, shape: float = 1.0) -> float:
     """eff(n) = e + (1 - e) / n^shape: the share of a NIC link's capacity that n concurrent flows
     get. The model is shape 1; `scripts/fan_in.py shape` profiles others (a larger shape loses
-    most of 1 - e by n = 2 or 3; the fit half prefers 1: docs/PROJECTION.md, "Fan-in")."""
+    most of 1 - e by n = 2 or 3; across shapes the runs within 10% move by one at most:
+    docs/PROJECTION.md, "Fan-in")."""
     if not 0 < e <= 1:
         raise ValueError(f"fan-in efficiency {e!r} must be in (0, 1]")
     if not 0 < shape < float("inf"):

@@ -258,7 +258,8 @@ def test_the_fitted_block_sparse_rows_charge_the_fit_halfs_models_instead_of_the
     assert fits and all(r["fit"] for _, rows in fits.values() for r in rows)
     assert proj.in_fit_half("dfs-resnet18-digits-fit-half")
     assert {f for f, _ in proj.RECEIVES[2:5]} <= set(proj.RECEIVES_TOGETHER) <= set(proj.PROJECTED)
-    assert set(proj.RECEIVES_FIRST) <= set(proj.PROJECTED) and not set(proj.RECEIVES_FIRST) & set(proj.RECEIVES_TOGETHER)
+    assert set(proj.RECEIVES_FIRST) <= set(proj.PROJECTED)
+    assert not set(proj.RECEIVES_FIRST) & set(proj.RECEIVES_TOGETHER)
     rows = proj.blocksparse_fitted_rows(data)
     assert {r["algorithm"] for r in rows} == set(proj.BLOCK_SPARSE)
     for r in rows:
@@ -332,6 +333,7 @@ def test_runs_of_a_replaced_executor_are_marked_and_left_out_of_the_fan_in_fit()
     assert proj.algo_label({"algorithm": "ps", "superseded": "sends first"}) == "ps (sends first, superseded)"
     root = Path(__file__).resolve().parents[2] / "docs" / "results"
     fit = json.loads((root / proj.FAN_IN_FIT).read_text())
-    started = {f: json.loads((root / f / "summary.json").read_text())["started"] for f in {r["folder"] for r in fit["runs"]}}
+    started = {f: json.loads((root / f / "summary.json").read_text())["started"]
+               for f in {r["folder"] for r in fit["runs"]}}
     assert not [r for r in fit["runs"] if proj.superseded(r["algorithm"], started[r["folder"]])]
     assert {r["algorithm"] for r in fit["runs"]} == {"ps", "bml"}

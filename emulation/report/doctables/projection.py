@@ -131,9 +131,10 @@ def superseded(algorithm: str | None, started: str | None) -> str | None:
     return None
 
 
-def algo_label(r: dict) -> str:
-    """A row's algorithm, marked when its executor has been replaced since it was measured."""
-    return r["algorithm"] + (f" ({r['superseded']}, superseded)" if r.get("superseded") else "")
+def algo_label(r: dict, key: str = "algorithm") -> str:
+    """A row's algorithm (or its `key`, e.g. "algo_spec"), marked when its executor has been
+    replaced since it was measured."""
+    return r[key] + (f" ({r['superseded']}, superseded)" if r.get("superseded") else "")
 
 
 def _validation(data: dict) -> list[dict]:
@@ -192,8 +193,7 @@ def projection_validation(data: dict) -> list[str]:
         with_lat = _with_latency(r, lat)
         it = (f"{fmt(r.get('measured_iteration_seconds'), '.3f')} / {fmt(r.get('simulated_iteration_seconds'), '.3f')}"
               if r.get("measured_iteration_seconds") is not None else "")
-        spec = r["algo_spec"] + (f" ({r['superseded']}, superseded)" if r["superseded"] else "")
-        cells.append([r["experiment"], "fit" if r["fit"] else "held out", r["topology"], spec,
+        cells.append([r["experiment"], "fit" if r["fit"] else "held out", r["topology"], algo_label(r, "algo_spec"),
                       str(r["model"]), str(r["workers"]), fmt(r["measured_seconds"], ".3f"),
                       fmt(r["simulated_seconds"], ".3f"), fmt(r["sim_over_measured"], ".2f"),
                       fmt(r["rounds"], "g"), fmt(with_lat, ".3f"),
@@ -818,11 +818,13 @@ def blocksparse_order(data: dict) -> list[str]:
     the posting order should not move."""
     old, new = BLOCKSPARSE_ORDER
     after = {(r["topology"], r["algo_spec"], r["model"]): r for r in runs_of(data, f"{new}/summary.json")}
+    def compute(x: dict) -> float:
+        return sum(num(x.get(k)) or 0.0 for k in ("sparsify_seconds_slowest", "codec_seconds_slowest",
+                                                  "aggregate_seconds"))
+
     cells = []
     for r in runs_of(data, f"{old}/summary.json"):
         n = after.get((r["topology"], r["algo_spec"], r["model"])) or {}
-        compute = lambda x: sum(num(x.get(k)) or 0.0 for k in ("sparsify_seconds_slowest",  # noqa: E731
-                                                               "codec_seconds_slowest", "aggregate_seconds"))
         b, a = num(r.get("median_sync_seconds")), num(n.get("median_sync_seconds"))
         cells.append([r["algo_spec"], str(r["model"]), fmt(b, ".3f"), fmt(compute(r), ".3f"),
                       fmt(num(r.get("sync_over_bound")), ".2f"), verdict(r), fmt(a, ".3f"),
