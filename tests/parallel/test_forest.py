@@ -1,7 +1,8 @@
 """`forest` against a plain all_reduce, with real Gloo processes on localhost (`lo` per NIC).
 
 Packings: the planner's default on a complete graph of equal links (several trees), one
-tree (max_trees=1), uneven rates (a Fat-Tree whose host links differ),
+tree (max_trees=1), the same with the children's receives all posted at the start (window=0)
+and one chunk ahead (window=1), uneven rates (a Fat-Tree whose host links differ),
 and a BCube whose trees use both NICs. For every case and rank: the result equals the
 all-reduce (exactly for integer-valued gradients, and every rank holds the same bits), and
 the bytes and messages handed to Comm equal traffic(plan).
@@ -42,6 +43,9 @@ def _contexts(world, size):
     out = {
         "complete": base.PlanContext(world, sizes),
         "one-tree": base.PlanContext(world, sizes, options={"max_trees": 1}),
+        # the children's receives: every one posted at the start, or one chunk ahead (buffer reuse)
+        "all-posted": base.PlanContext(world, sizes, options={"window": 0}),
+        "window-one": base.PlanContext(world, sizes, options={"window": 1, "chunk_elements": 4096}),
         "fattree-uneven": base.PlanContext(world, sizes, topology=ft, hosts=tuple(ft.hosts()[:world]),
                                            options={"fallback": "none"}),
         # homogeneous: the planner falls back to the ring, which the forest then executes

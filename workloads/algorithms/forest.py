@@ -22,8 +22,12 @@ Execution, per tree, two threads on every rank (aggregation overlaps broadcast):
    the slice is then the total, and goes down at once to every child on their `nic_down`.
 5. Down (every rank but the root): wait for chunk j from the parent, received in place into
    the slice, forward it to every child.
-Receives from children are posted `WINDOW` chunks ahead into per-child buffers, those from
-the parent in place. A down chunk overwrites the slice a rank sent up, which is safe: the
+Receives from children are posted `window` chunks ahead into per-child buffers (option, default
+WINDOW; 0: every chunk's at the start, a partition's worth of buffer per child), those from the
+parent in place. A child's send of chunk j goes out on the parent's notification that its
+receive is posted, which travels on the connection that also carries the parent's down payloads
+to that child; posting every receive at the start sends every notification before any payload
+(the A/B in docs/forest.md). A down chunk overwrites the slice a rank sent up, which is safe: the
 parent can only hold the total after it has received all of that send. Every message has its
 own tag: ((tree * 2 + phase) * tag_stride + chunk).
 Traffic (exact): per tree, per edge, the partition's bytes up on `nic_up` and down on
@@ -75,6 +79,8 @@ OPTIONS = {
                        "available (configured minus the paced background flows) or configured"),
     "fallback": Option("ring", lambda v: _choice(v, FALLBACKS),
                        "ring (run the ring when the trees are not faster) or none"),
+    "window": Option(WINDOW, number(0, integer=True),
+                     "an integer >= 0 (chunks whose receives from children are posted ahead; 0: all at the start)"),
 }
 
 
@@ -137,7 +143,7 @@ def plan(ctx) -> dict:
     nbytes = elements * DTYPE_BYTES
     out = {
         "algorithm": "forest", "workers": n, "world": ctx.world, "elements": elements,
-        "trees": trees, "tag_stride": stride,
+        "trees": trees, "tag_stride": stride, "window": int(opts.get("window", WINDOW)),
         "bandwidth": "topology" if measured else "uniform (no topology: a complete graph of equal links)",
         "rate": _finite(found.rate), "rate_optimum": _finite(found.optimum), "rate_upper": _finite(found.upper),
         "gap": found.gap, "method": found.method, "max_height": found.max_height,
@@ -291,7 +297,7 @@ def _up(plan: dict, k: int, comm, flat: torch.Tensor, sends: list) -> tuple[floa
     """Step 4 on this rank for tree k; returns (t0, t1, bytes sent)."""
     tree, me = plan["trees"][k], comm.rank
     parent, kids, pieces = tree["parent"][me], children(tree, me), chunks(tree)
-    window = min(WINDOW, len(pieces))
+    window = min(plan.get("window", WINDOW) or len(pieces), len(pieces))
     bufs = {c: [torch.empty(tree["chunk"], dtype=flat.dtype) for _ in range(window)] for c in kids}
     posted = {}
 
