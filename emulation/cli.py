@@ -658,10 +658,11 @@ def add_project(sub) -> None:
     ap.add_argument("--round-latency", type=float, default=Sweep.round_latency,
                     help="seconds per message round (a ring's 2(N-1) rounds, PS's 1 per phase); default 0: "
                          "bandwidth only. The MG-WFBP authors' 16-worker 10GbE a = 0.908 ms is 30 us per round")
-    ap.add_argument("--fan-in", type=float, default=Sweep.fan_in, metavar="E",
+    ap.add_argument("--fan-in", action="append", metavar="[ALGO=]E",
                     help="fan-in efficiency: a link into a NIC crossed by n flows delivers E + (1 - E)/n of its "
                          "capacity (SimGrid's NONLINEAR sharing, emulation/simulator/fanin.py); default 1: plain "
-                         "max-min. docs/PROJECTION.md gives E fitted on half of the measured folders")
+                         "max-min. E: every algorithm's; ALGO=E (repeatable): that algorithm's own. "
+                         "docs/PROJECTION.md gives them fitted on half of the measured folders")
     ap.add_argument("--compute", action="append", metavar="KEY=C0:C1",
                     help="a cost model of the sync's compute (repeatable): KEY a Compute an algorithm declares "
                          "(its key in summary.json), seconds = C0 + C1 x gradient elements, "

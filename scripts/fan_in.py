@@ -12,10 +12,11 @@ and bandwidth factors, weight-S), cross-traffic on, the SMPI model (size-depende
 factors). `fit` fits the fan-in efficiency e on the faithful PS and BML runs of 2 MiB or more in
 the fit half (`in_fit_half`) whose executor still runs (not `superseded`), each simulated at the
 candidate e inside SimGrid, plus the round latency L fitted on the fit half's rings
-(projection-latency-fit) times its rounds; it records every evaluation. The held-out half is
-then projected with `syncbed project --measured docs/results/F --fan-in E --out
-docs/results/projection-fan-in/NAME` (every folder of FOLDERS) and reported by `syncbed docs`
-(projection-fan-in). `egress` tries e on every switch egress link
+(projection-latency-fit) times its rounds; it records every evaluation. Then the same for each
+executor of OWN_E on its own fit-half runs (its own e). The held-out half is then projected with
+`syncbed project --measured docs/results/F --fan-in E --fan-in ALGO=E... --out
+docs/results/projection-fan-in/NAME` (every folder of FOLDERS: `FAN_IN='<the fit's fan_in_args>'
+bash scripts/project_measured.sh`) and reported by `syncbed docs` (projection-fan-in). `egress` tries e on every switch egress link
 instead of links into NICs only (`fanin.egress_links`), refitted the same way. `shape` profiles
 the model's form in n (eff(n) = e + (1 - e) / n^shape, e refitted at each shape).
 """
@@ -35,7 +36,15 @@ from emulation.report.doctables.projection import (FAN_IN_FOLDERS as FOLDERS, LA
 from emulation.simulator import core, fanin, sweep  # noqa: E402
 
 OPTION_FOLDERS = tuple(f for f in FOLDERS if not f.startswith(("mgwfbp", "gtopk")))  # those with PS or BML runs
-FIT_ALGOS = ("ps", "bml")  # the incast the model is for; forest and gTop-k have unmodelled CPU of their own
+# e per executor: what n flows into one NIC lose depends on how an executor sends them (the PS
+# executor's posting order moved it most: docs/PROJECTION.md, "Fan-in"). PS and BML, each flow a
+# whole shard or share sent at once: the model's own fit, `fan_in_efficiency`, every algorithm's e
+# but those below. OWN_E: executors fitted apart on their own fit-half runs, each its own
+# e (`fan_in_by_algorithm`; with no fit-half run, the PS and BML e stands for it): the forest (its
+# chunks go up as the parent's window of posted receives lets them) and the block-sparse
+# executors (dfs, omnireduce and topk_ps share `_blocksparse.exchange`, one e for the three).
+FIT_ALGOS = ("ps", "bml")
+OWN_E = {"forest": ("forest",), "block-sparse": ("dfs", "omnireduce", "topk_ps")}
 
 OPTIONS = {
     "CM02 (today)": None,
@@ -96,15 +105,15 @@ def _round_latency() -> float:
     return projection._fitted(projection._validation(data))[0]
 
 
-def _points(folders) -> list:
-    """(folder, prepared projection, measured run, rounds) of every faithful PS and BML run of
-    2 MiB or more in `folders` whose executor still runs (`superseded`): the runs the fan-in model
-    is fitted and checked on."""
+def _points(folders, algos=FIT_ALGOS) -> list:
+    """(folder, prepared projection, measured run, rounds) of every faithful run of `algos` (PS
+    and BML unless given) of 2 MiB or more in `folders` whose executor still runs (`superseded`):
+    the runs the fan-in model is fitted and checked on."""
     out = []
     for folder in folders:
         started = json.loads((ROOT / "docs/results" / folder / "summary.json").read_text()).get("started")
         out += [(folder, p, m, sum(p.algo.step_rounds(p.plan))) for p, m in _preps(folder)
-                if p.algo.name in FIT_ALGOS and (m.get("gradient_bytes") or 0) >= LATENCY_MIN_BYTES
+                if p.algo.name in algos and (m.get("gradient_bytes") or 0) >= LATENCY_MIN_BYTES
                 and not superseded(p.algo.name, started)]
     return out
 
@@ -115,22 +124,44 @@ def _simulate(e: float, rows) -> list:
                                              reduce=False))["simulated_seconds"] for _, p, _, _ in rows]
 
 
-def fit(out: Path, lat: float) -> None:
-    pts = _points(f for f in FOLDERS if in_fit_half(projected_name(f)))
+def _fit_on(pts, lat: float, what: str) -> tuple[float, float, list]:
+    """(e, cost, every evaluation) least squares over `pts` (`_points` rows), L x rounds added."""
     evaluations = []
 
     def evaluate(e: float) -> list:
         sims = _simulate(e, pts)
         evaluations.append({"fan_in": e, "simulated_seconds": sims})
         ratios = [(s + lat * k) / m["median_sync_seconds"] for s, (_, _, m, k) in zip(sims, pts)]
-        print(f"e = {e:.4f}: cost {sum((x - 1) ** 2 for x in ratios):.4f}", flush=True)
+        print(f"{what}: e = {e:.4f}: cost {sum((x - 1) ** 2 for x in ratios):.4f}", flush=True)
         return ratios
 
     e, cost = fanin.fit(evaluate)
+    return e, cost, evaluations
+
+
+def fit(out: Path, lat: float) -> None:
+    """e on the fit half's PS and BML runs, then each OWN_E executor's e on its own fit-half runs."""
+    halves = [f for f in FOLDERS if in_fit_half(projected_name(f))]
+    pts = _points(halves)
+    e, cost, evaluations = _fit_on(pts, lat, "PS and BML")
+    executors, by_algo = {}, {}
+    for name, algos in OWN_E.items():
+        own = _points(halves, algos)
+        rec = {"algorithms": list(algos), "runs": [{**_key(f, p, m), "rounds": k} for f, p, m, k in own]}
+        if own:
+            e_own, cost_own, evals = _fit_on(own, lat, name)
+            rec.update(fan_in_efficiency=e_own, cost=cost_own, evaluations=evals, fitted=True)
+        else:  # nothing of it in the fit half: the PS and BML e stands for it
+            rec.update(fan_in_efficiency=e, fitted=False)
+        executors[name] = rec
+        by_algo.update({a: rec["fan_in_efficiency"] for a in algos})
+    args = [f"{e:.4f}", *(f"{a}={v:.4f}" for a, v in sorted(by_algo.items()))]
     _write(out, {"experiment": "fan-in efficiency fitted on the fit half", "fan_in_efficiency": e, "cost": cost,
                  "round_latency_seconds": lat, "fit_algorithms": list(FIT_ALGOS),
                  "min_gradient_bytes": LATENCY_MIN_BYTES,
-                 "runs": [{**_key(f, p, m), "rounds": k} for f, p, m, k in pts], "evaluations": evaluations})
+                 "runs": [{**_key(f, p, m), "rounds": k} for f, p, m, k in pts], "evaluations": evaluations,
+                 "executors": executors, "fan_in_by_algorithm": by_algo, "fan_in_args": args})
+    print("project every folder with it:", f"FAN_IN='{' '.join(args)}' bash scripts/project_measured.sh")
 
 
 def egress(out: Path, lat: float) -> None:

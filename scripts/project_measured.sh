@@ -7,9 +7,10 @@
 # (emulation/report/doctables/projection.py, in_fit_half); rerun a folder here after rerunning its
 # experiment, or `syncbed docs` refuses the stale projection. Seconds to a minute per folder; it
 # waits while an emulation holds the machine (/run/syncbed/lock), so it never disturbs one.
-# With FAN_IN=E in the environment (the e of `scripts/fan_in.py fit`, 4 decimals as the docs
-# print it) each goes instead to docs/results/projection-fan-in/<name>/ with `--fan-in E`:
-#   FAN_IN=0.6145 bash scripts/project_measured.sh
+# With FAN_IN in the environment (the `fan_in_args` of `scripts/fan_in.py fit`, which prints
+# the command: every algorithm's e, then each executor's own as ALGO=E, 4 decimals as the docs
+# print them) each goes instead to docs/results/projection-fan-in/<name>/ with a `--fan-in` each:
+#   FAN_IN='0.6962 dfs=0.9000 forest=1.0000' bash scripts/project_measured.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 folders=("$@")
@@ -26,7 +27,8 @@ print(projected_name(sys.argv[1]))' "$f")
   while busy; do echo "an emulation holds /run/syncbed/lock: waiting 30 s"; sleep 30; done
   if [ -n "${FAN_IN:-}" ]; then
     echo "== $f -> docs/results/projection-fan-in/$name (--fan-in $FAN_IN)"
-    .venv/bin/python -m emulation.cli project --measured "docs/results/$f" --fan-in "$FAN_IN" \
+    read -ra es <<< "$FAN_IN"
+    .venv/bin/python -m emulation.cli project --measured "docs/results/$f" "${es[@]/#/--fan-in=}" \
         --out "docs/results/projection-fan-in/$name"
   else
     echo "== $f -> docs/results/projection-vs-measured/$name"

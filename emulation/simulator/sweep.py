@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from emulation.simulator import core
+from emulation.simulator import core, fanin
 from emulation.simulator import platform as simgrid_platform
 from emulation.simulator.core import Prepared, Request, TooLarge, prepare, prepare_planned, project, simulable
 from workloads.algorithms import base
@@ -39,7 +39,9 @@ class Sweep:
     alpha: float | None = None  # all-reduce start-up a, seconds (layer-wise planners; with beta)
     beta: float | None = None  # all-reduce seconds per byte b
     round_latency: float = 0.0  # seconds per message round (core.simulated_form)
-    fan_in: float = 1.0  # efficiency of n flows into one NIC (emulation/simulator/fanin.py); 1: off
+    # efficiency of n flows into one NIC (emulation/simulator/fanin.py; 1: off): a number for every
+    # algorithm, or a list of `--fan-in` values, E and/or ALGO=E (an algorithm's own, fanin.parse)
+    fan_in: float | list = 1.0
     # cost models of the sync's compute, `KEY=C0:C1` (costs.parse); with `measured`, a run's own
     # logged means stand for the keys not given here
     compute: list | None = None
@@ -68,11 +70,10 @@ def requests(s: Sweep, measured: dict) -> list[tuple[Request, object]]:
 
     if not s.round_latency >= 0:
         raise ValueError(f"--round-latency {s.round_latency} must be a number of seconds >= 0")
-    if not 0 < s.fan_in <= 1:
-        raise ValueError(f"--fan-in {s.fan_in} must be in (0, 1] (1: no fan-in loss)")
+    fan_in, fan_in_of = fanin.parse(s.fan_in, base.registry())
     given = given_costs(s.compute)
     limits = dict(mode=s.mode, max_memory=s.max_memory_gb * 2**30 if s.max_memory_gb else None,
-                  max_seconds=s.max_minutes * 60, round_latency=s.round_latency, reduce=s.reduce, fan_in=s.fan_in,
+                  max_seconds=s.max_minutes * 60, round_latency=s.round_latency, reduce=s.reduce, fan_in=fan_in,
                   compute=tuple(sorted(given.items())), compute_source="given (--compute)" if given else "")
     if s.experiment:
         from emulation import config
@@ -82,7 +83,7 @@ def requests(s: Sweep, measured: dict) -> list[tuple[Request, object]]:
         out = []
         for run in runs:
             m = measured.get((run.topology.name, run.spec or run.algorithm, run.model.spec))
-            extra = dict(limits)
+            extra = dict(limits, fan_in=fan_in_of.get(run.algorithm, fan_in))
             if m is not None:
                 as_measured(run, m, cfg)
                 extra.update(replayed(base.get(run.algorithm), m, s.measured, given))
@@ -104,7 +105,8 @@ def requests(s: Sweep, measured: dict) -> list[tuple[Request, object]]:
         spec.parse(topo)
         for n, o in base.parse_algos(s.algo):
             reqs.append((Request(topo, base.spec_of(n, o), s.workers, s.servers, s.mb, s.bw, s.ecmp, s.placement,
-                                 model=s.model, link=link, **limits), None))
+                                 model=s.model, link=link, **(limits | {"fan_in": fan_in_of.get(n, fan_in)})),
+                         None))
     return reqs
 
 

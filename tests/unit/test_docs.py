@@ -273,8 +273,8 @@ def test_the_fitted_block_sparse_rows_charge_the_fit_halfs_models_instead_of_the
         assert r["fitted_seconds"] == pytest.approx(expect)
         assert r["fitted_ratio"] == pytest.approx(expect / r["measured_seconds"])
     lines = proj.projection_blocksparse_fitted(data)
-    # the fit half with two receive orders, the held-out half with all three
-    assert sum(1 for line in lines if line.startswith("| dfs | ")) == 5
+    # both halves with all three receive orders (the fit half's receives-first folder since 2026-11-29)
+    assert sum(1 for line in lines if line.startswith("| dfs | ")) == 6
 
 
 def test_a_projection_older_than_its_measured_folder_is_refused():
@@ -323,7 +323,8 @@ def test_the_selection_probe_times_every_process_at_a_barrier():
 def test_runs_of_a_replaced_executor_are_marked_and_left_out_of_the_fan_in_fit():
     """EXECUTOR_CHANGES: a run of PS before 2026-11-29 07:20, or of a block-sparse algorithm before
     10:36 that day, measured an executor that posted its sends first. It is marked superseded and
-    the fan-in fit (scripts/fan_in.py) holds none, while PS with its receives first is in it."""
+    the fan-in fit (scripts/fan_in.py) holds none, while PS with its receives first is in it; nor
+    does any executor's own fit (forest, block-sparse)."""
     proj = doctables.projection
     assert proj.superseded("ps", "2026-11-28T23:59:59") == "sends first"
     assert proj.superseded("ps", "2026-11-29T07:27:57") is None
@@ -337,3 +338,12 @@ def test_runs_of_a_replaced_executor_are_marked_and_left_out_of_the_fan_in_fit()
                for f in {r["folder"] for r in fit["runs"]}}
     assert not [r for r in fit["runs"] if proj.superseded(r["algorithm"], started[r["folder"]])]
     assert {r["algorithm"] for r in fit["runs"]} == {"ps", "bml"}
+    # each executor's own e: fitted on its own algorithms' fit-half runs, none superseded
+    for name, own in fit["executors"].items():
+        runs = own["runs"]
+        assert own["fitted"] == bool(runs), name
+        assert {r["algorithm"] for r in runs} <= set(own["algorithms"]), name
+        assert all(proj.in_fit_half(r["experiment"]) for r in runs), name
+        when = {f: json.loads((root / f / "summary.json").read_text())["started"] for f in {r["folder"] for r in runs}}
+        assert not [r for r in runs if proj.superseded(r["algorithm"], when[r["folder"]])], name
+        assert all(fit["fan_in_by_algorithm"][a] == own["fan_in_efficiency"] for a in own["algorithms"]), name

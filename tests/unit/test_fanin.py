@@ -5,7 +5,9 @@ split its fit uses (emulation/report/doctables/projection.py).
 - the fit recovers a known e from synthetic runs (simulated = t / eff(n, e), measured at e_true);
 - inside SimGrid (NONLINEAR sharing on the links into NICs): a plan with one flow per NIC is
   unchanged, n flows into one NIC take 1 / eff(n) longer, 1 is plain max-min;
-- the split of the fan-in fit never has a folder on both sides.
+- the split of the fan-in fit never has a folder on both sides;
+- `--fan-in` takes every algorithm's e and an executor's own (ALGO=E), each request gets its
+  algorithm's, and the docs refuse a run simulated with another than its executor's fitted e.
 """
 from __future__ import annotations
 
@@ -50,6 +52,33 @@ def test_bad_efficiency_is_refused(e):
         fanin.efficiency(3, e)
     with pytest.raises(ValueError):
         fanin.capacity(e)
+
+
+def test_fan_in_values_give_every_algorithms_e_and_each_executors_own():
+    algos = ("ps", "bml", "forest", "ring")
+    assert fanin.parse(None, algos) == (1.0, {})
+    assert fanin.parse(0.7, algos) == (0.7, {})
+    assert fanin.parse(["0.7", "forest=1", "bml=0.5"], algos) == (0.7, {"forest": 1.0, "bml": 0.5})
+    assert fanin.parse(["forest=0.9"], algos) == (1.0, {"forest": 0.9})  # no E: the others lose nothing
+
+
+@pytest.mark.parametrize("values, match", [
+    (["0.7", "0.8"], "one E for every algorithm"), (["forest=0.9", "forest=0.8"], "forest given twice"),
+    (["tree=0.9"], "no algorithm 'tree'; valid: bml, forest, ps, ring"), (["forest=1.2"], r"in \(0, 1\]"),
+    (["0"], r"in \(0, 1\]"), (["forest=fast"], "give E or ALGO=E")])
+def test_bad_fan_in_values_are_refused_in_one_line(values, match):
+    with pytest.raises(ValueError, match=match):
+        fanin.parse(values, ("ps", "bml", "forest", "ring"))
+
+
+def test_each_projected_algorithm_gets_its_own_fan_in_or_every_algorithms():
+    from emulation.simulator import sweep
+
+    s = sweep.Sweep(topo=["fattree,k=4"], algo=["ps", "forest", "ring"], fan_in=["0.6", "forest=0.9"])
+    got = {req.algo: req.fan_in for req, _ in sweep.requests(s, {})}
+    assert got == {"ps": 0.6, "forest": 0.9, "ring": 0.6}
+    with pytest.raises(ValueError, match="no algorithm 'tre'"):
+        sweep.requests(sweep.Sweep(topo=["fattree,k=4"], algo=["ps"], fan_in=["tre=0.5"]), {})
 
 
 def test_fan_in_counts_flows_per_link():
@@ -170,3 +199,12 @@ def test_the_fan_in_table_reports_each_run_on_its_folders_side_and_refuses_anoth
     other[pt.FAN_IN_FIT]["fan_in_efficiency"] += 0.01
     with pytest.raises(ValueError, match="not the fitted e"):
         pt._fan_in_rows(other)
+    # an executor with its own e: each of its runs must have been simulated with that one
+    own = fit.get("fan_in_by_algorithm") or {}
+    assert all(r["fan_in_e"] == own.get(r["algorithm"], fit["fan_in_efficiency"]) for r in rows)
+    for algo in {r["algorithm"] for r in rows} & {"forest", "dfs", "omnireduce"}:
+        other = copy.deepcopy(data)
+        other[pt.FAN_IN_FIT].setdefault("fan_in_by_algorithm", {})[algo] = own.get(
+            algo, fit["fan_in_efficiency"]) * 0.9
+        with pytest.raises(ValueError, match="not the fitted e"):
+            pt._fan_in_rows(other)

@@ -14,8 +14,11 @@ BML_FOLDERS = ("bml-bcube32-vs-ps-fattree", "bml-bcube42-vs-ps-fattree")
 BML_REPEATS = tuple(f"bml-repeats/{f}-vgg19-r{i}" for f in BML_FOLDERS for i in (2, 3))
 # the two files run again on 2026-11-29 after PS's executor posted its receives first
 # (workloads/algorithms/ps.py `_post`; docs/PROJECTION.md "Fan-in"): the PS they compare against;
-# twice each (the second, -r2, later that day)
-BML_RECV_FIRST = tuple(f"ps-recv-first/{f}{r}" for f in BML_FOLDERS for r in ("", "-r2"))
+# twice each (the second, -r2, later that day), then a third time that afternoon (BCube(3,2)'s
+# -r4, BCube(4,2)'s -r3: the names put them in the projection's fit half)
+BML_RECV_FIRST = tuple(sorted((*(f"ps-recv-first/{f}{r}" for f in BML_FOLDERS for r in ("", "-r2")),
+                               "ps-recv-first/bml-bcube32-vs-ps-fattree-r4",
+                               "ps-recv-first/bml-bcube42-vs-ps-fattree-r3")))
 
 
 def bml_summary(data: dict) -> list[str]:

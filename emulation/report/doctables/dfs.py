@@ -8,7 +8,8 @@ from emulation.results.columns import NA, fmt, table
 from emulation.results.load import num
 
 
-DFS = "dfs-resnet18-digits-recv-fixed/summary.json"  # the whole file, 2026-11-28, with the fixed receives
+# the whole file, 2026-11-29, with the block-sparse executors and PS posting every receive first
+DFS = "dfs-resnet18-digits-paper-table/summary.json"
 
 
 DFS_FAMILY = ("dfs", "omnireduce", "topk_ps", "ps")

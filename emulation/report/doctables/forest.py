@@ -18,7 +18,8 @@ FOREST = {  # folder under forest-scenarios -> how the scenario table names it
 
 
 FOREST_VARIANTS = ("forest-s5-variants", "forest-s5-half-speed", "forest-s3-half-speed", "forest-s5-chunks",
-                   "forest-s5-half-speed-chunks", "forest-s5-dilated", "forest-s5-mtu32000")
+                   "forest-s5-half-speed-chunks", "forest-s5-dilated", "forest-s5-mtu32000", "forest-s5-window",
+                   "forest-s5-window-r2")
 
 
 FOREST_BASELINES = ("ring", "ps", "gloo", "bml")

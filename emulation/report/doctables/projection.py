@@ -13,10 +13,11 @@ from emulation.results.load import MB, num
 # the whole file (150) with the fixed receives (the DFS paper's table), all in the held-out half;
 # then 40 iterations named into the fit half, the first fit-half folder to log aggregate and codec;
 # on 2026-11-29, 40 iterations held out after the block-sparse executors posted a step's receives
-# before its sends
+# before its sends; that afternoon the whole file (150) with them, named into the fit half (the
+# DFS paper's table since, and the block-sparse executor's own fan-in fit)
 DFS_AGAIN = ("dfs-resnet18-digits-held-out", "dfs-resnet18-digits-codec-logged", "dfs-resnet18-digits-concurrent-recv",
              "dfs-resnet18-digits-concurrent-recv-again", "dfs-resnet18-digits-recv-fixed",
-             "dfs-resnet18-digits-fit-half", "dfs-resnet18-digits-receives-first")
+             "dfs-resnet18-digits-fit-half", "dfs-resnet18-digits-receives-first", "dfs-resnet18-digits-paper-table")
 # the ResNet-50 gTop-k file again at P = 8 and 16, 2026-11-29, named so that both are held out:
 # the cost models of the selection and merge (fitted on 2026-11-24's P = 8 and 16) on another day
 GTOPK_AGAIN = tuple(f"gtopk-scaling-fattree-r2/p{p}" for p in (8, 16))
@@ -63,6 +64,10 @@ EVERY_FAITHFUL = (
     # first has runs on both sides of the split
     "ps-recv-first/default-r2", "ps-recv-first/bml-bcube32-vs-ps-fattree-r2",
     "ps-recv-first/bml-bcube42-vs-ps-fattree-r2",
+    # and once more that afternoon (13:23-13:32 UTC, a quieter hour), named so that all three fall
+    # in the fit half: more PS with its receives first to fit e on
+    "ps-recv-first/default-r3", "ps-recv-first/bml-bcube32-vs-ps-fattree-r4",
+    "ps-recv-first/bml-bcube42-vs-ps-fattree-r3",
     # 2026-11-29: the block-sparse executors with a step's receives before its sends, ResNet-18
     "blocksparse-order/receives-first",
 )
@@ -713,7 +718,7 @@ def _fan_in_rows(data: dict) -> tuple[dict, float, list[dict]]:
     if abs(fit["round_latency_seconds"] - lat) > 1e-9:
         raise ValueError(f"{FAN_IN_FIT} was fitted with L = {fit['round_latency_seconds']} s, the latency fit now "
                          f"gives {lat} s: rerun `python scripts/fan_in.py fit` and the fan-in projections")
-    e = fit["fan_in_efficiency"]
+    e, own = fit["fan_in_efficiency"], fit.get("fan_in_by_algorithm") or {}
     base = {(r["experiment"], r["topology"], r["algo_spec"], r["model"]): r for r in _validation(data)}
     out = []
     for folder, rel in zip(FAN_IN_FOLDERS, FAN_IN_RUNS):
@@ -727,14 +732,16 @@ def _fan_in_rows(data: dict) -> tuple[dict, float, list[dict]]:
                                  f"projection (scripts/fan_in.py)")
             sim = sims[(v["topology"], v["algo_spec"], v["model"])]
             used = ((sim.get("simulator") or {}).get("network_model") or {}).get("fan_in_efficiency")
-            if used is None or abs(used - e) > 1e-3 or sim.get("round_latency_seconds"):
-                raise ValueError(f"{rel} was simulated with fan-in {used} and L {sim.get('round_latency_seconds')}, "
-                                 f"not the fitted e = {e:.4f} and L = 0: rerun it")
+            want = own.get(b["algorithm"], e)  # its executor's own e, else the PS and BML one
+            if used is None or abs(used - want) > 1e-3 or sim.get("round_latency_seconds"):
+                raise ValueError(f"{rel} was simulated with fan-in {used} and L {sim.get('round_latency_seconds')} for "
+                                 f"{v['algo_spec']}, not the fitted e = {want:.4f} and L = 0: rerun it")
             if v["faithful"] is not True:
                 continue
             # layer-wise plans (no rounds) pay their own measured start-ups, as in projection-validation
             with_e = v["simulated_seconds"] + lat * (b["rounds"] or 0)
-            out.append({**b, "fan_in_seconds": with_e, "fan_in_ratio": common.ratio(with_e, b["measured_seconds"])})
+            out.append({**b, "fan_in_seconds": with_e, "fan_in_ratio": common.ratio(with_e, b["measured_seconds"]),
+                        "fan_in_e": want})
     return fit, lat, out
 
 
@@ -869,7 +876,7 @@ RECEIVES = (("dfs-resnet18-digits-held-out", "receives one sender after another;
             ("dfs-resnet18-digits-codec-logged", "one sender after another; codec logged"),
             ("dfs-resnet18-digits-concurrent-recv", "receives posted together; codec logged"),
             ("dfs-resnet18-digits-concurrent-recv-again", "the same, run again"),
-            ("dfs-resnet18-digits-recv-fixed", "the same, 150 iterations: the DFS paper's table"),
+            ("dfs-resnet18-digits-recv-fixed", "the same, 150 iterations: the DFS paper's table until 2026-11-29"),
             ("dfs-resnet18-digits-receives-first", "receives posted before the sends, 40 iterations"))
 
 
@@ -907,7 +914,8 @@ BLOCK_SPARSE = ("dfs", "omnireduce", "topk_ps")
 # (Comm.recv_vars, 2026-11-28), and those that post them before the sends (Comm.exchange_vars,
 # 2026-11-29); the older folders received one sender after another
 RECEIVES_TOGETHER = (*(f for f, _ in RECEIVES[2:5]), "dfs-resnet18-digits-fit-half")
-RECEIVES_FIRST = ("dfs-resnet18-digits-receives-first", "blocksparse-order/receives-first")
+RECEIVES_FIRST = ("dfs-resnet18-digits-receives-first", "blocksparse-order/receives-first",
+                  "dfs-resnet18-digits-paper-table")
 BLOCK_SPARSE_EXECUTORS = ("one sender after another", "posted together, after the sends", "posted before the sends")
 
 
@@ -970,9 +978,21 @@ def projection_fan_in(data: dict) -> list[str]:
              f"gradients of 2 MiB or more in the fit half ({', '.join(sorted({r['experiment'] for r in fit_runs}))}; "
              f"runs of an executor replaced since they were measured, marked superseded below, left out), "
              f"each simulated at the candidate e ({len(fit['evaluations'])} evaluations, `{fit['command']}`), with "
-             f"L = {lat * 1e3:.2f} ms per round from the latency fit above. Every run below is projected again with "
-             f"`--fan-in {e:.4f}` (`docs/results/projection-fan-in/`) and L x rounds added (layer-wise plans: their own "
-             f"start-ups instead); faithful runs only.", ""]
+             f"L = {lat * 1e3:.2f} ms per round from the latency fit above. It is every algorithm's e but those "
+             f"whose executor has its own:", ""]
+    for name, x in (fit.get("executors") or {}).items():
+        algos = ", ".join(x["algorithms"])
+        if x["fitted"]:
+            lines.append(f"- {name} ({algos}): **e = {x['fan_in_efficiency']:.3f}**, fitted the same way on its own "
+                         f"{len(x['runs'])} faithful fit-half runs of 2 MiB or more "
+                         f"({', '.join(sorted({r['experiment'] for r in x['runs']}))}; "
+                         f"{len(x['evaluations'])} evaluations).")
+        else:
+            lines.append(f"- {name} ({algos}): no faithful fit-half run of 2 MiB or more: the e above.")
+    args = fit.get("fan_in_args") or [f"{e:.4f}"]
+    lines += ["", f"Every run below is projected again with {' '.join(f'`--fan-in {a}`' for a in args)} "
+                  f"(`docs/results/projection-fan-in/`) and L x rounds added (layer-wise plans: their own start-ups "
+                  f"instead); faithful runs only.", ""]
     groups: dict = {}
     for r in rows:
         size = ">= 2 MiB" if r["gradient_bytes"] >= LATENCY_MIN_BYTES else "< 2 MiB"
@@ -986,10 +1006,11 @@ def projection_fan_in(data: dict) -> list[str]:
             r1 = [r["fan_in_ratio"] for r in pts if r["fan_in_ratio"] is not None]
             it = [x for x in (r.get("iteration_sim_over_measured") for r in pts) if x is not None]
             cells.append([algo, size, half, str(len(pts)), ", ".join(sorted({r["experiment"] for r in pts})),
-                          span(r0), span(r1), pct(_mean_error(r1)), f"{_within(r1)} of {len(r1)}",
+                          span(r0), ", ".join(f"{x:.3f}" for x in sorted({r["fan_in_e"] for r in pts})), span(r1),
+                          pct(_mean_error(r1)), f"{_within(r1)} of {len(r1)}",
                           f"{span(it, '.3f')} ({_within(it)} of {len(it)})" if it else NA])
-    lines += table(["algorithm", "gradients", "half", "faithful runs", "experiments", "sim/meas, e = 1, L = 0",
-                    f"sim/meas, e = {e:.3f}, L = {lat * 1e3:.2f} ms", "mean abs(sim/meas - 1)",
+    lines += table(["algorithm", "gradients", "half", "faithful runs", "experiments", "sim/meas, e = 1, L = 0", "e",
+                    f"sim/meas, that e, L = {lat * 1e3:.2f} ms", "mean abs(sim/meas - 1)",
                     f"within {TOLERANCE:.0%}", f"layer-wise: iteration sim/meas (within {TOLERANCE:.0%})"], cells)
     outside = [f"{r['experiment']} {r['topology']} {r['algo_spec']}{' (superseded)' if r['superseded'] else ''} "
                f"{r['model']} ({r['fan_in_ratio']:.2f})"
