@@ -16,8 +16,9 @@ candidate e inside SimGrid, plus the round latency L fitted on the fit half's ri
 executor of OWN_E on its own fit-half runs (its own e). The held-out half is then projected with
 `syncbed project --measured docs/results/F --fan-in E --fan-in ALGO=E... --out
 docs/results/projection-fan-in/NAME` (every folder of FOLDERS: `FAN_IN='<the fit's fan_in_args>'
-bash scripts/project_measured.sh`) and reported by `syncbed docs` (projection-fan-in). `egress` tries e on every switch egress link
-instead of links into NICs only (`fanin.egress_links`), refitted the same way. `shape` profiles
+bash scripts/project_measured.sh`) and reported by `syncbed docs` (projection-fan-in). `egress`
+tries e on every switch egress link instead of links into NICs only (`fanin.egress_links`),
+refitted the same way. `shape` profiles
 the model's form in n (eff(n) = e + (1 - e) / n^shape, e refitted at each shape).
 """
 from __future__ import annotations

@@ -79,6 +79,7 @@ RESULTS_INDEX = {  # top folder -> its summaries (the experiments `syncbed run` 
     "dfs-resnet18-digits-same-day": ("dfs-resnet18-digits-same-day",),
     "dfs-resnet18-digits-receives-first": ("dfs-resnet18-digits-receives-first",),
     "dfs-resnet18-digits-paper-table": ("dfs-resnet18-digits-paper-table",),
+    "training-path": ("training-path/code-2026-11-29", "training-path/code-2026-11-28"),
     "blocksparse-order": ("blocksparse-order/sends-first", "blocksparse-order/receives-first"),
     "hd-default": ("hd-default",), "hd-default-two-level": ("hd-default-two-level",),
     "ddp-resnet20-digits": ("ddp-resnet20-digits",),
