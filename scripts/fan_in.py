@@ -15,7 +15,7 @@ candidate e inside SimGrid, plus the round latency L fitted on the fit half's ri
 (projection-latency-fit) times its rounds; it records every evaluation. Then the same for each
 executor of OWN_E on its own fit-half runs (its own e). The held-out half is then projected with
 `syncbed project --measured docs/results/F --fan-in E --fan-in ALGO=E... --out
-docs/results/projection-fan-in/NAME` (every folder of FOLDERS: `FAN_IN='<the fit's fan_in_args>'
+docs/results/projection-fan-in/NAME` (every folder of FOLDERS: `FAN_IN='<what the fit prints>'
 bash scripts/project_measured.sh`) and reported by `syncbed docs` (projection-fan-in). `egress`
 tries e on every switch egress link instead of links into NICs only (`fanin.egress_links`),
 refitted the same way. `shape` profiles
@@ -156,13 +156,13 @@ def fit(out: Path, lat: float) -> None:
             rec.update(fan_in_efficiency=e, fitted=False)
         executors[name] = rec
         by_algo.update({a: rec["fan_in_efficiency"] for a in algos})
-    args = [f"{e:.4f}", *(f"{a}={v:.4f}" for a, v in sorted(by_algo.items()))]
     _write(out, {"experiment": "fan-in efficiency fitted on the fit half", "fan_in_efficiency": e, "cost": cost,
                  "round_latency_seconds": lat, "fit_algorithms": list(FIT_ALGOS),
                  "min_gradient_bytes": LATENCY_MIN_BYTES,
                  "runs": [{**_key(f, p, m), "rounds": k} for f, p, m, k in pts], "evaluations": evaluations,
-                 "executors": executors, "fan_in_by_algorithm": by_algo, "fan_in_args": args})
-    print("project every folder with it:", f"FAN_IN='{' '.join(args)}' bash scripts/project_measured.sh")
+                 "executors": executors, "fan_in_by_algorithm": by_algo})
+    print("project every folder with it:",
+          f"FAN_IN='{' '.join(fanin.arguments(e, by_algo))}' bash scripts/project_measured.sh")
 
 
 def egress(out: Path, lat: float) -> None:

@@ -7,8 +7,8 @@
 # (emulation/report/doctables/projection.py, in_fit_half); rerun a folder here after rerunning its
 # experiment, or `syncbed docs` refuses the stale projection. Seconds to a minute per folder; it
 # waits while an emulation holds the machine (/run/syncbed/lock), so it never disturbs one.
-# With FAN_IN in the environment (the `fan_in_args` of `scripts/fan_in.py fit`, which prints
-# the command: every algorithm's e, then each executor's own as ALGO=E, 4 decimals as the docs
+# With FAN_IN in the environment (what `scripts/fan_in.py fit` prints, `fanin.arguments`:
+# every algorithm's e, then each executor's own as ALGO=E, 4 decimals as the docs
 # print them) each goes instead to docs/results/projection-fan-in/<name>/ with a `--fan-in` each:
 #   FAN_IN='0.6962 dfs=0.9000 forest=1.0000' bash scripts/project_measured.sh
 set -euo pipefail

@@ -30,7 +30,7 @@ from __future__ import annotations
 def efficiency(n: int, e: float, shape: float = 1.0) -> float:
     """eff(n) = e + (1 - e) / n^shape: the share of a NIC link's capacity that n concurrent flows
     get. The model is shape 1; `scripts/fan_in.py shape` profiles others (a larger shape loses
-    most of 1 - e by n = 2 or 3; across shapes the runs within 10% move by one at most:
+    most of 1 - e by n = 2 or 3; the held-out half does not earn another shape than 1:
     docs/PROJECTION.md, "Fan-in")."""
     if not 0 < e <= 1:
         raise ValueError(f"fan-in efficiency {e!r} must be in (0, 1]")
@@ -72,6 +72,12 @@ def parse(values, algorithms) -> tuple[float, dict]:
         else:
             per[name] = e
     return (1.0 if default is None else default), per
+
+
+def arguments(e: float, own: dict) -> list[str]:
+    """The `--fan-in` values (as `parse` reads them) of every algorithm's e and each algorithm's
+    own, 4 decimals as the docs print them."""
+    return [f"{e:.4f}", *(f"{a}={v:.4f}" for a, v in sorted(own.items()))]
 
 
 def capacity(e: float, shape: float = 1.0):

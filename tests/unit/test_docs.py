@@ -334,9 +334,11 @@ def test_runs_of_a_replaced_executor_are_marked_and_left_out_of_the_fan_in_fit()
     assert proj.algo_label({"algorithm": "ps", "superseded": "sends first"}) == "ps (sends first, superseded)"
     root = Path(__file__).resolve().parents[2] / "docs" / "results"
     fit = json.loads((root / proj.FAN_IN_FIT).read_text())
-    started = {f: json.loads((root / f / "summary.json").read_text())["started"]
-               for f in {r["folder"] for r in fit["runs"]}}
-    assert not [r for r in fit["runs"] if proj.superseded(r["algorithm"], started[r["folder"]])]
+    def started(runs) -> dict:
+        return {f: json.loads((root / f / "summary.json").read_text())["started"] for f in {r["folder"] for r in runs}}
+
+    when = started(fit["runs"])
+    assert not [r for r in fit["runs"] if proj.superseded(r["algorithm"], when[r["folder"]])]
     assert {r["algorithm"] for r in fit["runs"]} == {"ps", "bml"}
     # each executor's own e: fitted on its own algorithms' fit-half runs, none superseded
     for name, own in fit["executors"].items():
@@ -344,6 +346,6 @@ def test_runs_of_a_replaced_executor_are_marked_and_left_out_of_the_fan_in_fit()
         assert own["fitted"] == bool(runs), name
         assert {r["algorithm"] for r in runs} <= set(own["algorithms"]), name
         assert all(proj.in_fit_half(r["experiment"]) for r in runs), name
-        when = {f: json.loads((root / f / "summary.json").read_text())["started"] for f in {r["folder"] for r in runs}}
+        when = started(runs)
         assert not [r for r in runs if proj.superseded(r["algorithm"], when[r["folder"]])], name
         assert all(fit["fan_in_by_algorithm"][a] == own["fan_in_efficiency"] for a in own["algorithms"]), name

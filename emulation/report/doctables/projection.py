@@ -989,7 +989,9 @@ def projection_fan_in(data: dict) -> list[str]:
                          f"{len(x['evaluations'])} evaluations).")
         else:
             lines.append(f"- {name} ({algos}): no faithful fit-half run of 2 MiB or more: the e above.")
-    args = fit.get("fan_in_args") or [f"{e:.4f}"]
+    from emulation.simulator import fanin
+
+    args = fanin.arguments(e, fit.get("fan_in_by_algorithm") or {})
     lines += ["", f"Every run below is projected again with {' '.join(f'`--fan-in {a}`' for a in args)} "
                   f"(`docs/results/projection-fan-in/`) and L x rounds added (layer-wise plans: their own start-ups "
                   f"instead); faithful runs only.", ""]
