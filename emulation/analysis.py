@@ -741,6 +741,7 @@ def analyze_run(run_dir: Path) -> dict:
         "dir": run_dir.name, "status": meta.get("status", "ok"), "error": meta.get("error"),
         # this machine's speed at the run's start (emulation/cpuprobe.py); runs before 2026-11-29 lack it
         "cpu_probe_seconds": (meta.get("cpu_probe") or {}).get("fastest_seconds"),
+        "machine": meta.get("machine"),  # CPU, kernel, package versions (cpuprobe.machine); older runs lack it
         "algo_spec": job.get("algo_spec", job["algorithm"]), "data_dependent": algo.data_dependent,
         **algo.describe(job["plan"]),
     }

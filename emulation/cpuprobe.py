@@ -11,12 +11,20 @@ one thread, `REPS` times;
 summary.json keeps the fastest as `cpu_probe_seconds` (the least disturbed by whatever else
 ran, such as the previous run's analysis at idle priority). Two runs' compute can then be compared
 (or a cost model fitted in units of it) across days. Takes about a fifth of a second once torch is loaded.
+
+`machine()` records what the run ran on beside it (run.json "machine"): the CPU as the kernel
+names it, its vector extensions, the kernel, and the versions of Python, torch and numpy with the
+instruction set torch dispatches to. The training path of the ResNet runs moved between two days
+with the same code (docs/dfs.md, section 7) and the machine had been booted again in between:
+with this record, two runs' machines can be told apart, or shown equal.
 """
 from __future__ import annotations
 
 import math
+import platform
 import statistics
 import time
+from pathlib import Path
 
 ELEMENTS = 1 << 20
 REPS = 7
@@ -63,3 +71,50 @@ def measure() -> dict:
     secs = selection_seconds()
     return {"what": WHAT, "elements": ELEMENTS, "seconds": [round(s, 6) for s in secs],
             "fastest_seconds": min(secs), "median_seconds": statistics.median(secs)}
+
+
+# the vector extensions torch's and oneDNN's kernels dispatch on (a change here can change results)
+SIMD_PREFIXES = ("sse4", "avx", "fma", "amx")
+PACKAGES = ("torch", "numpy")
+
+
+def cpu_info(text: str) -> dict:
+    """The first processor's identity in /proc/cpuinfo's `text`: model name, family, model,
+    stepping, and its vector extensions (SIMD_PREFIXES), sorted; {} for an empty text."""
+    first = {}
+    for line in text.splitlines():
+        if not line.strip():
+            if first:
+                break
+            continue
+        key, _, value = line.partition(":")
+        first.setdefault(key.strip(), value.strip())
+    if not first:
+        return {}
+    flags = sorted(f for f in first.get("flags", "").split() if f.startswith(SIMD_PREFIXES))
+    return {"model_name": first.get("model name"), "family": first.get("cpu family"), "model": first.get("model"),
+            "stepping": first.get("stepping"), "simd": flags}
+
+
+def machine() -> dict:
+    """What a run ran on (run.json "machine"): CPU, kernel, package versions, torch's CPU capability."""
+    import os
+    from importlib import metadata
+
+    try:
+        cpu = cpu_info(Path("/proc/cpuinfo").read_text())
+    except OSError:
+        cpu = {}
+    versions = {"python": platform.python_version()}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    try:
+        import torch
+        capability = torch.backends.cpu.get_cpu_capability()
+    except (ImportError, AttributeError):
+        capability = None
+    return {"cpu": cpu, "cores": os.cpu_count(), "kernel": platform.release(), "versions": versions,
+            "torch_cpu_capability": capability}

@@ -409,6 +409,7 @@ class Experiment:
                 replan.apply_background(run, bg.measure())
                 write_job(run, cfg, rdir, base.get(run.algorithm).groups(run.plan))  # before any worker reads it
             meta["cpu_probe"] = cpuprobe.measure()  # this machine's speed now, before its workers compute
+            meta["machine"] = cpuprobe.machine()  # and what it is: CPU, kernel, package versions
             workers.start()
             connect_s = workers.wait_connected(cfg.timeout)
             # capture and CPU monitor cover the iterations only: start-up (torch imports,

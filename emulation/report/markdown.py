@@ -114,9 +114,22 @@ def md_run_fidelity(rd: RunData) -> list[str]:
              f"- capture drops: {describe(f.get('capture_drops'))}"]
     if num(rd.run.get("cpu_probe_seconds")) is not None:  # runs from before 2026-11-29 have none
         lines.append(f"- CPU probe at the start (emulation/cpuprobe.py): {rd.run['cpu_probe_seconds']:.4f} s")
+    if rd.run.get("machine"):  # older runs have none
+        lines.append(f"- machine: {describe_machine(rd.run['machine'])}")
     lines += [f"- reason: {r}" for r in f.get("reasons") or []]
     lines += [f"- note: {n}" for n in f.get("notes") or []]
     return lines + [""]
+
+
+def describe_machine(m: dict) -> str:
+    """One line for a run's `machine` record (cpuprobe.machine)."""
+    cpu, versions = m.get("cpu") or {}, m.get("versions") or {}
+    model = " ".join(x for x in (cpu.get("model_name"), cpu.get("family") and
+                                 f"(family {cpu['family']}, model {cpu.get('model')}, stepping {cpu.get('stepping')})")
+                     if x)
+    return (f"{model or 'CPU unknown'}, {m.get('cores')} cores, kernel {m.get('kernel')}; "
+            f"torch {versions.get('torch')} dispatching {m.get('torch_cpu_capability')}, numpy {versions.get('numpy')}, "
+            f"Python {versions.get('python')}")
 
 
 def md_fidelity(runs: list[RunData]) -> list[str]:

@@ -231,3 +231,30 @@ def test_the_runs_cpu_probe_reaches_its_summary(tmp_path):
     (rdir / "run.json").write_text(json.dumps({"status": "ok", "error": None,
                                                "cpu_probe": {"fastest_seconds": 0.0234, "seconds": [0.0234]}}))
     assert analysis.analyze_run(rdir)["cpu_probe_seconds"] == 0.0234
+
+
+def test_the_runs_machine_reaches_its_summary_and_report(tmp_path):
+    """run.json's `machine` (cpuprobe.machine, recorded by the runner beside the CPU probe) is
+    summary.json's `machine`, and the report's fidelity section names it; older runs have None."""
+    from emulation import cpuprobe
+    from emulation.report import markdown
+
+    folder, rdir = experiment(tmp_path)
+    assert analysis.analyze_run(rdir)["machine"] is None
+    record = cpuprobe.machine()
+    assert record["cores"] >= 1 and record["versions"]["torch"]
+    (rdir / "run.json").write_text(json.dumps({"status": "ok", "error": None, "machine": record}))
+    assert analysis.analyze_run(rdir)["machine"] == record
+    line = markdown.describe_machine(record)
+    assert record["versions"]["torch"] in line and str(record["cores"]) in line
+
+
+def test_cpu_info_reads_the_first_processor_and_its_vector_extensions():
+    text = ("processor\t: 0\nmodel name\t: Example CPU\ncpu family\t: 6\nmodel\t\t: 143\nstepping\t: 8\n"
+            "flags\t\t: fpu sse4_2 avx2 fma avx512f amx_tile sse\n\n"
+            "processor\t: 1\nmodel name\t: Other CPU\n")
+    from emulation import cpuprobe
+
+    assert cpuprobe.cpu_info(text) == {"model_name": "Example CPU", "family": "6", "model": "143", "stepping": "8",
+                                       "simd": ["amx_tile", "avx2", "avx512f", "fma", "sse4_2"]}
+    assert cpuprobe.cpu_info("") == {}
