@@ -349,3 +349,15 @@ def test_runs_of_a_replaced_executor_are_marked_and_left_out_of_the_fan_in_fit()
         when = started(runs)
         assert not [r for r in runs if proj.superseded(r["algorithm"], when[r["folder"]])], name
         assert all(fit["fan_in_by_algorithm"][a] == own["fan_in_efficiency"] for a in own["algorithms"]), name
+
+
+def test_a_cost_model_in_probe_units_follows_a_cpu_whose_speed_the_probe_measured():
+    """Compute that takes exactly `probe` x 1 ns per element of work: the model in probe units
+    charges a held-out run of a twice slower probe exactly, the model in seconds half of it."""
+    proj = doctables.projection
+    pts = [("dfs", w, pr * 1e-9 * w, pr, fit) for w, pr, fit in
+           ((1e6, 0.02, True), (4e6, 0.02, True), (2e6, 0.04, False), (8e6, 0.04, False))]
+    fit, held, by_s, by_units = proj.probe_ratios(pts)["dfs"]
+    assert (len(fit), len(held)) == (2, 2)
+    assert by_units == pytest.approx([1.0, 1.0]) and by_s == pytest.approx([0.5, 0.5])
+    assert proj.probe_ratios([p for p in pts if not p[4]]) == {}  # no fit-half point: no model

@@ -32,7 +32,7 @@ from emulation.report.doctables.projection import (
     PROJECTION_SOURCES, PS_RECV_FIRST_SOURCES, RUNTIMES, RUNTIMES_ALL, SAME_DAY_SOURCES, SELECTION_SOURCES,
     SMALL_SOURCES, STEP_COST, SWEEP, blocksparse_order, projection_blocksparse_fitted,
     projection_blocksparse_receives, projection_bml_scale, projection_compute, projection_compute_fit,
-    projection_compute_same_day, projection_families, projection_fan_in, projection_fan_in_egress,
+    projection_compute_probe, projection_compute_same_day, projection_families, projection_fan_in, projection_fan_in_egress,
     projection_fan_in_options, projection_fan_in_shape, projection_latency_fit, projection_runtimes,
     projection_runtimes_all, projection_selection_probe, projection_small_messages, projection_sweep,
     projection_validation, ps_recv_first, simgrid_step_cost)
@@ -93,6 +93,7 @@ TABLES = {t.id: t for t in [
     Table("projection-compute-fit", PROJECTION_SOURCES, projection_compute_fit),
     Table("projection-compute", PROJECTION_SOURCES, projection_compute),
     Table("projection-compute-same-day", SAME_DAY_SOURCES, projection_compute_same_day),
+    Table("projection-compute-probe", PROJECTION_SOURCES, projection_compute_probe),
     Table("projection-selection-probe", SELECTION_SOURCES, projection_selection_probe),
     Table("projection-sweep", SWEEP, projection_sweep),
     Table("projection-bml-scale", BML_SCALE, projection_bml_scale),

@@ -616,6 +616,57 @@ def projection_compute_same_day(data: dict) -> list[str]:
                   f"{SAME_DAY[1]}: measured / modelled s", "modelled/measured", f"within {TOLERANCE:.0%}"], cells)
 
 
+def probe_ratios(points) -> dict:
+    """{compressor: (fit points, held-out points, modelled/measured of the held-out ones by the
+    model in seconds, by the model in probe units)} from `points` (compressor, work, seconds,
+    probe seconds, in the fit half), both models least squares (costs.fit) over the fit half's
+    points; the one in probe units (seconds / probe) is charged each held-out point's own probe.
+    A compressor whose fit half cannot give a model is left out."""
+    from emulation.simulator import costs
+
+    out = {}
+    for comp in sorted({p[0] for p in points}):
+        fit = [p for p in points if p[0] == comp and p[4]]
+        held = [p for p in points if p[0] == comp and not p[4] and p[2]]
+        try:
+            in_s = costs.fit([(w, y) for _, w, y, _, _ in fit])
+            in_units = costs.fit([(w, y / pr) for _, w, y, pr, _ in fit])
+        except ValueError:
+            continue
+        out[comp] = (fit, held, [in_s.seconds(w) / y for _, w, y, _, _ in held],
+                     [pr * in_units.seconds(w) / y for _, w, y, pr, _ in held])
+    return out
+
+
+def projection_compute_probe(data: dict) -> list[str]:
+    """The cost models again, fitted only on the fit half's runs that recorded the CPU probe
+    (`cpu_probe_seconds`, since 2026-11-29), once in seconds and once in units of the run's probe
+    (`probe_ratios`): whether the probe at a run's start accounts for the compute speed moving
+    between runs."""
+    from workloads.algorithms import base
+
+    rows = [r for r in _compute_rows(data) if num(r["run"].get("cpu_probe_seconds"))]
+    cells = []
+    for key in sorted({c.key for r in rows for c in base.get(r["algorithm"]).compute}):
+        pts = [(comp, w, y, num(r["run"]["cpu_probe_seconds"]), r["fit"], r)
+               for comp, w, y, r in _compute_points(rows, key)]
+        for comp, (fit, held, by_s, by_units) in probe_ratios([p[:5] for p in pts]).items():
+            def runs(of):
+                names = sorted({p[5]["experiment"] for p in pts if p[0] == comp and p[4] == of})
+                return f"{sum(1 for p in pts if p[0] == comp and p[4] == of)} ({', '.join(names)})"
+            probes = [p[3] * 1e3 for p in fit + held]
+            cells.append([comp, key, runs(True), runs(False), span(probes, ".1f", " ms"),
+                          span(by_s) if by_s else NA, f"{_within(by_s)} of {len(by_s)}",
+                          span(by_units) if by_units else NA, f"{_within(by_units)} of {len(by_units)}"])
+    return table(["compressor", "compute", "fit half: runs with a probe", "held out: runs with a probe",
+                  "their probes", "modelled/measured, model in seconds", f"within {TOLERANCE:.0%}",
+                  "modelled/measured, model in probe units", f"within {TOLERANCE:.0%}"], cells) + [
+        "", "Both models by least squares (costs.fit) over the same fit-half runs, seconds = c0 + c1 x "
+            f"elements x max(1, P / {EMULATION_CORES}); the one in probe units is charged the held-out run's "
+            "own probe (emulation/cpuprobe.py: the fastest of a few single-thread selections on this machine "
+            "before the run's workers start)."]
+
+
 # the top-k selection inside the emulation and outside it, P = 8, ResNet-50 / 8 (issue #23): the
 # 2026-11-24 folder, the held-out reruns of 2026-11-29 (one from the code of 2026-11-24, a git
 # worktree at 7f6a47b7) and scripts/selection_probe.py (the workers' own selection code) the same morning
