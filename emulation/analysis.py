@@ -814,6 +814,9 @@ def analyze_run(run_dir: Path) -> dict:
         cpu = worst_cpu([cpu] + [o for o in others if o])
     cluster = _load(run_dir / "cluster.json") or {}  # over several servers the MTU may be lower (cluster.py)
     cfg = _experiment_config(run_dir)
+    # the hosts' TCP congestion control (config tcp_cc); None: a folder from before it was pinned,
+    # which ran with its machine's default (BBR for the folders of docs/results, docs/FIDELITY.md #22)
+    rec["tcp_congestion_control"] = cfg.get("tcp_cc")
     fid = fidelity(_load(run_dir / "calibration.json"), cpu, capture, busiest,
                    link_probe(run_dir, job), rec.get("charged_overruns"), (meas or {}).get("traffic_bins"),
                    cluster.get("clock_offsets"), rec.get("median_sync_seconds"),

@@ -84,6 +84,16 @@ def _environment_problem() -> str | None:
     return None
 
 
+def _tcp_cc_problem(name: str) -> str | None:
+    """The emulated hosts cannot use congestion control `name` on this machine (network.tcp_cc_problem)."""
+    from emulation.network import machine_tcp_cc, tcp_cc_problem
+
+    cc = machine_tcp_cc()
+    if "available" not in cc:  # not Linux's /proc: nothing to check against
+        return None
+    return tcp_cc_problem(name, cc["available"], cc.get("allowed", ""))
+
+
 def cmd_run(args) -> int:
     from emulation import config
     from topologies.spec import emulation_problem
@@ -97,7 +107,7 @@ def cmd_run(args) -> int:
                           capture=False if args.no_capture else None,
                           crash=_crash(args.inject_crash), link_down=_link_down(args.link_down),
                           link_bw=_link_bw(args.link_bw), background=args.background, mtu=args.mtu,
-                          switch_priority=args.switch_priority)
+                          switch_priority=args.switch_priority, tcp_cc=args.tcp_cc)
         if args.dilation_x is not None:
             if not cfg.real_setting:
                 raise ValueError("--dilation-x needs an experiment with a real_setting (it dilates that "
@@ -115,7 +125,7 @@ def cmd_run(args) -> int:
         print(f"syncbed: {e}", file=sys.stderr)
         return 2
     # root first (nobody else can write results/), then the results folder, then the rest
-    problem = _root_problem() or _out_problem(cfg.out) or _environment_problem()
+    problem = _root_problem() or _out_problem(cfg.out) or _environment_problem() or _tcp_cc_problem(cfg.tcp_cc)
     if problem:
         print(f"syncbed: {problem}", file=sys.stderr)
         return 2
@@ -550,6 +560,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--switch-priority", choices=("normal", "realtime"),
                    help="realtime: ovs-vswitchd's threads under SCHED_RR during the iterations, ahead of the "
                         "workers on the CPU (default normal; docs/FIDELITY.md #21)")
+    r.add_argument("--tcp-cc", metavar="NAME",
+                   help="TCP congestion control of every emulated host (default cubic, Linux's; bbr, reno, ... "
+                        "as this kernel has them; docs/FIDELITY.md #22)")
     r.add_argument("--dilation-x", type=float, metavar="X",
                    help="with a real_setting: stand for a start-up X times the measured one, waited before "
                         "each collective (1..64; X times fewer messages per second, docs/FIDELITY.md)")

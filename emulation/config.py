@@ -23,6 +23,8 @@ mean nothing on `lo` and are not read.
 """
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -33,6 +35,12 @@ from topologies import spec as topo_spec
 from topologies.placement import PLACEMENTS, place, place_on_servers
 from workloads.algorithms import base
 
+# The TCP congestion control of every emulated host (config `tcp_cc`). A new network namespace
+# inherits the machine's default, which is the kernel's build choice: BBR on the machines of
+# docs/results (their kernel's default), CUBIC on Debian's and Ubuntu's kernels. Pinned so a result
+# does not depend on which machine ran it; CUBIC, Linux's default, is what a Gloo cluster runs
+# unless told otherwise (docs/FIDELITY.md #22).
+TCP_CC_DEFAULT = "cubic"
 
 
 @dataclass
@@ -66,6 +74,7 @@ class RunConfig:
     reuse_workers: bool = True  # one worker process per rank for all runs on the same hosts (workers.Pool)
     analyse_in_background: bool = True  # a run's analysis overlaps the next run's measurement (nice 19)
     mtu: int = 9000
+    tcp_cc: str = TCP_CC_DEFAULT  # TCP congestion control of every emulated host
     # ovs-vswitchd's threads under SCHED_RR for the iterations (emulation/switch_priority.py)
     switch_priority: str = "normal"
     options: dict = field(default_factory=dict)  # algorithm name -> its options
@@ -495,6 +504,9 @@ def _check_numbers(cfg: RunConfig) -> None:
         if isinstance(v, bool) or not isinstance(v, int) or v < lo:
             raise ValueError(f"{name}={v!r} is invalid: must be an integer >= {lo}")
     switch_priority.check(cfg.switch_priority)
+    if not isinstance(cfg.tcp_cc, str) or not re.fullmatch(r"[a-z0-9_]+", cfg.tcp_cc):
+        raise ValueError(f"tcp_cc={cfg.tcp_cc!r} is invalid: must be a congestion control's name, such as cubic "
+                         "or bbr (this machine's: /proc/sys/net/ipv4/tcp_available_congestion_control)")
     if cfg.switch_priority != "normal" and cfg.cluster:
         raise ValueError(f"switch_priority={cfg.switch_priority} is for one server: it raises this machine's "
                          "ovs-vswitchd only; use normal with cluster")

@@ -29,10 +29,12 @@ from mininet.link import TCLink
 from mininet.net import Mininet
 from mininet.node import OVSSwitch, RemoteController
 
+from emulation.config import TCP_CC_DEFAULT
 from topologies.mn import DescribedTopo
 
 OFFLOADS = "tx off tso off gso off gro off"
 MIN_OVS_SNDBUF = 8 << 20
+TCP_CC_PROC = "/proc/sys/net/ipv4/tcp_{}congestion_control"
 
 
 class _QuietHtb:
@@ -71,8 +73,9 @@ class ListeningController(RemoteController):
 
 class Network:
     def __init__(self, topo, controller_port: int, state, run_tag: str, mtu: int = 9000, log=print,
-                 cluster=None, scratch=None):
+                 cluster=None, scratch=None, tcp_cc: str = TCP_CC_DEFAULT):
         self.topo = topo
+        self.tcp_cc = tcp_cc
         self.cluster = cluster  # (servers, placement) or None
         self.scratch = scratch  # where the hosts' command files go (a folder every server sees)
         self.port = controller_port
@@ -205,7 +208,7 @@ class Network:
         tmp = Path(tempfile.mkdtemp(prefix="syncbed-hosts-", dir=self.scratch))
         try:
             for name in self.topo.hosts():
-                shell, batch = host_commands(self.topo, name, self.mtu, relay)
+                shell, batch = host_commands(self.topo, name, self.mtu, relay, self.tcp_cc)
                 (tmp / f"{name}.ip").write_text("\n".join(batch) + "\n")
                 shell.append(f"ip -batch {tmp / (name + '.ip')} || echo syncbed-failed: ip -batch exited $?")
                 (tmp / f"{name}.sh").write_text("\n".join(shell) + "\n")
@@ -245,12 +248,42 @@ class Network:
         return failures
 
 
-def host_commands(topo, name: str, mtu: int, relay: bool) -> tuple[list[str], list[str]]:
+
+
+def tcp_cc_problem(name: str, available: str, allowed: str) -> str | None:
+    """One line when the emulated hosts cannot use congestion control `name`, given this
+    machine's available and allowed lists (/proc/sys/net/ipv4/tcp_*_congestion_control, space
+    separated); None when they can. A namespace may only pick an allowed one."""
+    if name not in available.split():
+        return f"tcp_cc={name} is not available in this kernel; available: {', '.join(available.split())}"
+    if name not in allowed.split():
+        return (f"tcp_cc={name} is available but not allowed in the emulated hosts' namespaces (allowed: "
+                f"{', '.join(allowed.split())}); allow it with: make setup")
+    return None
+
+
+def machine_tcp_cc() -> dict:
+    """This machine's default, available and allowed congestion controls ({} where unreadable)."""
+    out = {}
+    for key, prefix in (("default", ""), ("available", "available_"), ("allowed", "allowed_")):
+        try:
+            out[key] = Path(TCP_CC_PROC.format(prefix)).read_text().strip()
+        except OSError:
+            pass
+    return out
+
+
+def host_commands(topo, name: str, mtu: int, relay: bool,
+                  tcp_cc: str = TCP_CC_DEFAULT) -> tuple[list[str], list[str]]:
     """The configuration of one host: (shell commands, `ip -batch` lines). Pure, like
-    Mininet's `TCIntf.bwCmds`: returns the commands, runs nothing."""
+    Mininet's `TCIntf.bwCmds`: returns the commands, runs nothing. `tcp_cc`: the TCP congestion
+    control of the host's namespace (its workers' sockets are made after it is set); a refusal
+    (not allowed in a namespace) fails the configuration instead of leaving the machine's."""
     shell = [f"sysctl -qw net.ipv4.ip_forward={int(bool(relay))}",
              "sysctl -qw net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0",
-             "sysctl -qw net.ipv4.conf.all.send_redirects=0"]
+             "sysctl -qw net.ipv4.conf.all.send_redirects=0",
+             f"sysctl -qw net.ipv4.tcp_congestion_control={tcp_cc} 2>/dev/null "
+             f"|| echo syncbed-failed: tcp_congestion_control={tcp_cc} refused"]
     batch = []
     for nic in topo.host_nics(name):
         shell += [f"ethtool -K {nic.name} {OFFLOADS} >/dev/null 2>&1",

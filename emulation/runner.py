@@ -177,6 +177,7 @@ class Experiment:
             self.active.append(ctrl)
             cluster, mtu = self._cluster_for(topo, ctrl.port, tdir)
             net = Network(topo, ctrl.port, self.state, run_tag=self.out.name, mtu=mtu, cluster=cluster,
+                          tcp_cc=self.cfg.tcp_cc,
                           scratch=tdir if cluster else None)
             self.active.append(net)
             net.start()

@@ -41,6 +41,12 @@ net.core.wmem_max = 16777216
 net.core.rmem_default = 16777216
 net.core.rmem_max = 16777216
 SYSCTL
+# The emulated hosts pin their TCP congestion control (config tcp_cc, default cubic); a network
+# namespace may only pick one this machine allows. Allow every one the kernel has (the machine's
+# own default is left as it is).
+modprobe tcp_cubic 2>/dev/null || true  # built in on Debian and Ubuntu kernels
+echo "net.ipv4.tcp_allowed_congestion_control = $(cat /proc/sys/net/ipv4/tcp_available_congestion_control)" \
+  >> /etc/sysctl.d/60-syncbed.conf
 sysctl -q -p /etc/sysctl.d/60-syncbed.conf \
   || log "warning: could not apply /etc/sysctl.d/60-syncbed.conf; syncbed run will refuse to start"
 

@@ -114,6 +114,8 @@ def md_run_fidelity(rd: RunData) -> list[str]:
              f"- capture drops: {describe(f.get('capture_drops'))}"]
     if num(rd.run.get("cpu_probe_seconds")) is not None:  # runs from before 2026-11-29 have none
         lines.append(f"- CPU probe at the start (emulation/cpuprobe.py): {rd.run['cpu_probe_seconds']:.4f} s")
+    if rd.run.get("tcp_congestion_control"):  # folders from before it was pinned have none
+        lines.append(f"- TCP congestion control of the hosts: {rd.run['tcp_congestion_control']}")
     if rd.run.get("machine"):  # older runs have none
         lines.append(f"- machine: {describe_machine(rd.run['machine'])}")
     lines += [f"- reason: {r}" for r in f.get("reasons") or []]

@@ -804,3 +804,24 @@ def test_step_bound_finds_a_collision_two_level_routing_avoids():
         found[ecmp] = step_bound(t, hosts, [step])["collisions"]
     assert found["two-level"] == []
     assert found["hash"] and all(c["flows"] >= 2 and c["seconds"] > c["endpoint_seconds"] for c in found["hash"])
+
+
+def test_every_host_pins_its_tcp_congestion_control_and_a_refusal_fails_its_configuration():
+    """A namespace inherits the machine's default congestion control (BBR on the machines of
+    docs/results, CUBIC on Debian's kernels): every host sets the run's `tcp_cc` before its
+    workers make their sockets, and a refusal prints the marker _configure_hosts fails on."""
+    t = build("fattree,k=4")
+    shell, _ = network.host_commands(t, "h0_0_2", 9000, relay=False)
+    cc = [x for x in shell if "tcp_congestion_control" in x]
+    assert cc == ["sysctl -qw net.ipv4.tcp_congestion_control=cubic 2>/dev/null "
+                  "|| echo syncbed-failed: tcp_congestion_control=cubic refused"]
+    shell, _ = network.host_commands(t, "h0_0_2", 9000, relay=False, tcp_cc="bbr")
+    assert any(x.startswith("sysctl -qw net.ipv4.tcp_congestion_control=bbr ") for x in shell)
+
+
+def test_a_congestion_control_the_kernel_lacks_or_does_not_allow_is_named_with_the_valid_ones():
+    assert network.tcp_cc_problem("cubic", "reno bbr cubic", "reno bbr cubic") is None
+    assert network.tcp_cc_problem("dctcp", "reno bbr cubic", "reno bbr cubic") == (
+        "tcp_cc=dctcp is not available in this kernel; available: reno, bbr, cubic")
+    problem = network.tcp_cc_problem("cubic", "reno bbr cubic", "reno bbr")
+    assert problem.startswith("tcp_cc=cubic is available but not allowed") and "make setup" in problem

@@ -49,6 +49,11 @@ def test_defaults_without_file():
     assert _names(c.matrix()) == [("fattree,k=4", ["gloo", "ring", "ps"]), ("bcube,n=4,k=2", ["gloo", "ring", "ps"])]
 
 
+def test_the_hosts_congestion_control_is_pinned_to_cubic_unless_given():
+    assert config.load().tcp_cc == "cubic" == config.TCP_CC_DEFAULT
+    assert config.load(tcp_cc="bbr").tcp_cc == "bbr"
+
+
 def test_load_yaml_and_overrides(tmp_path):
     p = write(tmp_path, """
         topologies: "bcube,n=3,k=2"
@@ -143,6 +148,8 @@ def test_validate_dedicated_servers_only_for_ps():
     (dict(mtu=500), r"mtu=500 is invalid: must be an integer >= 576"),
     (dict(mtu=65000), r"mtu=65000 is invalid: must be an integer 576..64000 \(the largest measured"),
     (dict(switch_priority="high"), r"switch_priority='high' is invalid: must be one of normal, realtime"),
+    (dict(tcp_cc="Cubic; rm"), r"tcp_cc='Cubic; rm' is invalid: must be a congestion control's name"),
+    (dict(tcp_cc=3), r"tcp_cc=3 is invalid"),
     (dict(switch_priority="realtime", cluster=["root@b"]), r"switch_priority=realtime is for one server"),
     (dict(iters=-1), r"iters=-1 is invalid"),
     (dict(iters="3"), r"iters='3' is invalid"),
