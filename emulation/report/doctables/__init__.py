@@ -40,7 +40,7 @@ from emulation.report.doctables.papers_scale import (
     FOREST_SCALE, GTOPK_SCALE, MGWFBP_SCALE, projection_forest_scale, projection_gtopk_scale, projection_mgwfbp_scale)
 from emulation.report.doctables.results import (
     FIDELITY_FOLDERS, HTB_RING, MTU_LEVER, OVS_FORWARDING, P32_DILATED, P32_FOLDERS, RESULTS_INDEX, SWITCH_PRIORITY,
-    fidelity_bounds, mtu_lever, ovs_forwarding, p32_families, results_index, switch_priority)
+    TCP_CC, fidelity_bounds, mtu_lever, ovs_forwarding, p32_families, results_index, switch_priority, tcp_cc)
 
 TABLES = {t.id: t for t in [
     Table("gtopk-compression", GTOPK_FATTREE, gtopk_compression),
@@ -69,6 +69,7 @@ TABLES = {t.id: t for t in [
           mtu_lever),
     Table("switch-priority", tuple(f"{f}/{n}" for f in SWITCH_PRIORITY for n in ("summary.json", "config.yaml")),
           switch_priority),
+    Table("tcp-cc", tuple(f"{f}/summary.json" for f in TCP_CC), tcp_cc),
     Table("bml-summary", tuple(f"{f}/summary.json" for f in BML_FOLDERS + BML_REPEATS + BML_RECV_FIRST), bml_summary),
     Table("hd-default", tuple(f"{f}/{name}" for f in HD_FOLDERS for name in ("summary.json", "config.yaml")),
           hd_default),

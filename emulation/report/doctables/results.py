@@ -30,6 +30,11 @@ SWITCH_PRIORITY = tuple(f"switch-priority/{f}" for f in (
     "gtopk-p32-normal", "gtopk-p32-realtime", "gtopk-p32-normal-r2", "gtopk-p32-realtime-r2",
     "forest-s5-normal", "forest-s5-realtime"))
 
+# The hosts' TCP congestion control (docs/FIDELITY.md #22): the hd file (hd, ring, gloo and PS on
+# Fat-Tree k=4 and BCube(4,2)) once with BBR, this machine's default that every earlier folder ran
+# with, and once with CUBIC, pinned since; one after the other on 2026-11-29
+TCP_CC = ("tcp-cc/hd-kernel-bbr", "tcp-cc/hd-cubic")
+
 
 def _payload(run) -> str:
     """The capture against the closed form over the run's ports: min..max of measured/expected."""
@@ -107,7 +112,7 @@ RESULTS_INDEX = {  # top folder -> its summaries (the experiments `syncbed run` 
                                                           "bml-bcube42-vs-ps-fattree") for r in ("", "-r2")),
                       "ps-recv-first/default-r3", "ps-recv-first/bml-bcube32-vs-ps-fattree-r4",
                       "ps-recv-first/bml-bcube42-vs-ps-fattree-r3"),
-    "switch-priority": SWITCH_PRIORITY,
+    "switch-priority": SWITCH_PRIORITY, "tcp-cc": TCP_CC,
     "small-messages": ("small-messages/bcube32", "small-messages/bcube32-check", "small-messages/bcube32-check-r2",
                        *(f"small-messages/syncs50-{k}-r{i}" for k in ("16k", "64k") for i in (1, 2))),
 }
@@ -270,3 +275,25 @@ def switch_priority(data: dict) -> list[str]:
                    "busiest link while busy", "faithful", "why not"], rows)
     said = [f"{algo} {policy}: {sum(v)} of {len(v)} runs" for (algo, policy), v in sorted(by.items())]
     return lines + ["", "Faithful, by algorithm and scheduling: " + "; ".join(said) + "."]
+
+
+def tcp_cc(data: dict) -> list[str]:
+    """Per topology and algorithm: the median sync with each folder's congestion control beside
+    the flow model's time (which knows no TCP), retransmissions and verdicts."""
+    by = {}
+    for folder in TCP_CC:
+        for r in runs_of(data, f"{folder}/summary.json"):
+            by.setdefault((r.get("topology"), common.label(r)), {})[r.get("tcp_congestion_control") or NA] = r
+    ccs = sorted({cc for runs in by.values() for cc in runs})
+    rows = []
+    for (topo, algo), runs in by.items():
+        sim = next((num(r.get("simulated_seconds")) for r in runs.values() if num(r.get("simulated_seconds"))), None)
+        syncs = {cc: common.sync_s(runs[cc]) if cc in runs else None for cc in ccs}
+        rows.append([str(topo), algo, fmt(sim, ".3f")]
+                    + [fmt(syncs[cc], ".3f") for cc in ccs]
+                    + [fmt(common.ratio(sim, syncs[cc]), ".2f") for cc in ccs]
+                    + [pct((runs.get(cc) or {}).get("retransmitted_fraction")) for cc in ccs]
+                    + [verdict(runs[cc]) if cc in runs else NA for cc in ccs])
+    return table(["topology", "algorithm", "flow model s (SimGrid, L = 0)"]
+                 + [f"median sync s, {cc}" for cc in ccs] + [f"model/measured, {cc}" for cc in ccs]
+                 + [f"retransmitted, {cc}" for cc in ccs] + [f"faithful, {cc}" for cc in ccs], rows)
