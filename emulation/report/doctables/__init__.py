@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from emulation.report.docs import Table
 from emulation.report.doctables.bml import (
-    BML_FOLDERS, BML_RECV_FIRST, BML_REPEATS, BML_TRAINING, bml_jct_sensitivity, bml_jct_spread, bml_summary,
+    BML_CUBIC, BML_FOLDERS, BML_RECV_FIRST, BML_REPEATS, BML_TRAINING, bml_jct_sensitivity, bml_jct_spread, bml_summary,
     bml_training)
 from emulation.report.doctables.cluster import CLUSTER_ALGOS, CLUSTER_BENCH, cluster_algorithms, cluster_bench
 from emulation.report.doctables.dfs import DFS, dfs_headline, dfs_runs
@@ -40,7 +40,7 @@ from emulation.report.doctables.papers_scale import (
     FOREST_SCALE, GTOPK_SCALE, MGWFBP_SCALE, projection_forest_scale, projection_gtopk_scale, projection_mgwfbp_scale)
 from emulation.report.doctables.results import (
     FIDELITY_FOLDERS, HTB_RING, MTU_LEVER, OVS_FORWARDING, P32_DILATED, P32_FOLDERS, RESULTS_INDEX, SWITCH_PRIORITY,
-    TCP_CC, fidelity_bounds, mtu_lever, ovs_forwarding, p32_families, results_index, switch_priority, tcp_cc)
+    TCP_CC_PAIRS, fidelity_bounds, mtu_lever, ovs_forwarding, p32_families, results_index, switch_priority, tcp_cc)
 
 TABLES = {t.id: t for t in [
     Table("gtopk-compression", GTOPK_FATTREE, gtopk_compression),
@@ -69,14 +69,16 @@ TABLES = {t.id: t for t in [
           mtu_lever),
     Table("switch-priority", tuple(f"{f}/{n}" for f in SWITCH_PRIORITY for n in ("summary.json", "config.yaml")),
           switch_priority),
-    Table("tcp-cc", tuple(f"{f}/summary.json" for f in TCP_CC), tcp_cc),
-    Table("bml-summary", tuple(f"{f}/summary.json" for f in BML_FOLDERS + BML_REPEATS + BML_RECV_FIRST), bml_summary),
+    Table("tcp-cc", tuple(f"{f}/summary.json" for pair in TCP_CC_PAIRS for f in pair), tcp_cc),
+    Table("bml-summary", tuple(f"{f}/summary.json" for f in BML_FOLDERS + BML_REPEATS + BML_RECV_FIRST + BML_CUBIC),
+          bml_summary),
     Table("hd-default", tuple(f"{f}/{name}" for f in HD_FOLDERS for name in ("summary.json", "config.yaml")),
           hd_default),
     Table("bml-training", tuple(f"{f}/summary.json" for f in BML_TRAINING), bml_training),
-    Table("bml-jct-spread", tuple(f"{f}/summary.json" for f in BML_FOLDERS + BML_REPEATS + BML_RECV_FIRST),
-          bml_jct_spread),
-    Table("bml-jct-sensitivity", tuple(f"{f}/summary.json" for f in BML_FOLDERS + BML_REPEATS + BML_RECV_FIRST),
+    Table("bml-jct-spread",
+          tuple(f"{f}/summary.json" for f in BML_FOLDERS + BML_REPEATS + BML_RECV_FIRST + BML_CUBIC), bml_jct_spread),
+    Table("bml-jct-sensitivity",
+          tuple(f"{f}/summary.json" for f in BML_FOLDERS + BML_REPEATS + BML_RECV_FIRST + BML_CUBIC),
           bml_jct_sensitivity),
     Table("results-index", tuple(f"{f}/summary.json" for fs in RESULTS_INDEX.values() for f in fs), results_index),
     Table("projection-validation", PROJECTION_SOURCES, projection_validation),

@@ -19,12 +19,16 @@ BML_REPEATS = tuple(f"bml-repeats/{f}-vgg19-r{i}" for f in BML_FOLDERS for i in 
 BML_RECV_FIRST = tuple(sorted((*(f"ps-recv-first/{f}{r}" for f in BML_FOLDERS for r in ("", "-r2")),
                                "ps-recv-first/bml-bcube32-vs-ps-fattree-r4",
                                "ps-recv-first/bml-bcube42-vs-ps-fattree-r3")))
+# the two files once more that evening with every emulated host on CUBIC (docs/FIDELITY.md #22);
+# every folder above ran BBR, this machine's kernel default then
+BML_CUBIC = tuple(f"tcp-cc/{f}-cubic" for f in BML_FOLDERS)
 
 
 def bml_summary(data: dict) -> list[str]:
     """The BML experiments beside the paper: emulation/papers/bml.py's pairing, per model."""
     rows = []
-    for folder in sorted(BML_FOLDERS + BML_REPEATS, key=lambda f: (f.split("/")[-1][:25], f)) + list(BML_RECV_FIRST):
+    for folder in (sorted(BML_FOLDERS + BML_REPEATS, key=lambda f: (f.split("/")[-1][:25], f)) + list(BML_RECV_FIRST)
+                   + list(BML_CUBIC)):
         runs = runs_of(data, f"{folder}/summary.json")
         for r in bml_paper.pair(runs):
             b = find(runs, folder, algorithm="bml", model=r["model"])
@@ -33,13 +37,15 @@ def bml_summary(data: dict) -> list[str]:
                          fmt(r["sync_ratio"], ".3f"), fmt(r["sync_ratio_claim"], ".3f"),
                          f"{fmt(r['jct_bml_s'], '.2f')} / {fmt(r['jct_ps_s'], '.2f')}",
                          pct(r["jct_reduction"]), "56.4% (up to)", f"BML {verdict(b)}, PS {verdict(p)}",
-                         "receives first" if folder in BML_RECV_FIRST else "**sends first**"])
+                         ("**sends first**" if folder not in BML_RECV_FIRST + BML_CUBIC else "receives first")
+                         + (", CUBIC" if folder in BML_CUBIC else ", BBR")])
     return table(["results folder", "model", "BCube / Fat-Tree", "servers", "sync BML / PS", "1/k", "JCT BML / PS s",
-                  "JCT reduction", "paper", "faithful", "PS executor"], rows) + [
+                  "JCT reduction", "paper", "faithful", "PS executor, hosts' TCP"], rows) + [
         "", "PS executor: until 2026-11-29 PS posted each step's sends before its receives, which held "
             "pushes back (docs/PROJECTION.md, \"Fan-in\"): the rows marked **sends first** compare BML with that "
-            "slower PS; the `ps-recv-first/` rows, the same files run again with every receive posted first, "
-            "are the ones to quote."]
+            "slower PS; the `ps-recv-first/` rows are the same files run again with every receive posted first. "
+            "Hosts' TCP: every folder but `tcp-cc/` ran BBR, this machine's kernel default, which the emulation "
+            "pins to CUBIC since (docs/FIDELITY.md #22); the `tcp-cc/` rows are the ones to quote."]
 
 
 def _bml_vgg19_rows(data: dict) -> list[dict]:
@@ -50,6 +56,7 @@ def _bml_vgg19_rows(data: dict) -> list[dict]:
     groups = [(main, (main, *(f for f in BML_REPEATS if f.split("/")[-1].startswith(main)))) for main in BML_FOLDERS]
     groups += [(f"ps-recv-first/{main}", tuple(f for f in BML_RECV_FIRST if f.startswith(f"ps-recv-first/{main}")))
                for main in BML_FOLDERS]
+    groups += [(f, (f,)) for f in BML_CUBIC]
     for main, folders in groups:
         for folder in folders:
             runs = runs_of(data, f"{folder}/summary.json")
@@ -78,11 +85,12 @@ def bml_jct_spread(data: dict) -> list[str]:
                      f"{fmt(statistics.median(ratio), '.3f')} ({fmt(min(ratio), '.3f')} .. {fmt(max(ratio), '.3f')})",
                      fmt(xs[0]["pair"]["sync_ratio_claim"], ".3f"),
                      ", ".join(f"BML {verdict(x['bml'])} / PS {verdict(x['ps'])}" for x in xs),
-                     "receives first" if exp.startswith("ps-recv-first/") else "**sends first**"])
+                     ("**sends first**" if exp in BML_FOLDERS else "receives first")
+                     + (", CUBIC" if exp in BML_CUBIC else ", BBR")])
         notes += [f"- `{x['folder']}`: PS run not faithful: {reasons(x['ps'])}" for x in xs if x["ps"].get("faithful") is False]
         notes += [f"- `{x['folder']}`: BML run not faithful: {reasons(x['bml'])}" for x in xs if x["bml"].get("faithful") is False]
     return table(["experiment", "BCube / Fat-Tree", "runs", "JCT reduction per run", "median", "range",
-                  "sync BML / PS median (range)", "1/k", "faithful per run", "PS executor"], rows) + (
+                  "sync BML / PS median (range)", "1/k", "faithful per run", "PS executor, hosts' TCP"], rows) + (
         [""] + notes if notes else [])
 
 

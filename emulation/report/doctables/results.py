@@ -30,10 +30,16 @@ SWITCH_PRIORITY = tuple(f"switch-priority/{f}" for f in (
     "gtopk-p32-normal", "gtopk-p32-realtime", "gtopk-p32-normal-r2", "gtopk-p32-realtime-r2",
     "forest-s5-normal", "forest-s5-realtime"))
 
-# The hosts' TCP congestion control (docs/FIDELITY.md #22): the hd file (hd, ring, gloo and PS on
-# Fat-Tree k=4 and BCube(4,2)) once with BBR, this machine's default that every earlier folder ran
-# with, and once with CUBIC, pinned since; one after the other on 2026-11-29
-TCP_CC = ("tcp-cc/hd-kernel-bbr", "tcp-cc/hd-cubic")
+# The hosts' TCP congestion control (docs/FIDELITY.md #22), (BBR folder, CUBIC folder) per file:
+# the hd file (hd, ring, gloo and PS on Fat-Tree k=4 and BCube(4,2)) with each, one after the other
+# on 2026-11-29; then the default and the two BML files with CUBIC, beside their last runs with BBR
+# (ps-recv-first/, the same code, that afternoon). BBR: this machine's default, which every
+# folder before these ran with (their summaries record none)
+TCP_CC_PAIRS = (("tcp-cc/hd-kernel-bbr", "tcp-cc/hd-cubic"),
+                ("ps-recv-first/default-r3", "tcp-cc/default-cubic"),
+                ("ps-recv-first/bml-bcube32-vs-ps-fattree-r4", "tcp-cc/bml-bcube32-vs-ps-fattree-cubic"),
+                ("ps-recv-first/bml-bcube42-vs-ps-fattree-r3", "tcp-cc/bml-bcube42-vs-ps-fattree-cubic"))
+TCP_CC = tuple(f for f in dict.fromkeys(f for pair in TCP_CC_PAIRS for f in pair) if f.startswith("tcp-cc/"))
 
 
 def _payload(run) -> str:
@@ -278,22 +284,28 @@ def switch_priority(data: dict) -> list[str]:
 
 
 def tcp_cc(data: dict) -> list[str]:
-    """Per topology and algorithm: the median sync with each folder's congestion control beside
-    the flow model's time (which knows no TCP), retransmissions and verdicts."""
-    by = {}
-    for folder in TCP_CC:
-        for r in runs_of(data, f"{folder}/summary.json"):
-            by.setdefault((r.get("topology"), common.label(r)), {})[r.get("tcp_congestion_control") or NA] = r
-    ccs = sorted({cc for runs in by.values() for cc in runs})
+    """Per file, topology, algorithm and model (gradients of 2 MiB or more): the median sync with
+    BBR and with CUBIC beside the flow model's time (which knows no TCP), retransmissions, verdicts."""
     rows = []
-    for (topo, algo), runs in by.items():
-        sim = next((num(r.get("simulated_seconds")) for r in runs.values() if num(r.get("simulated_seconds"))), None)
-        syncs = {cc: common.sync_s(runs[cc]) if cc in runs else None for cc in ccs}
-        rows.append([str(topo), algo, fmt(sim, ".3f")]
-                    + [fmt(syncs[cc], ".3f") for cc in ccs]
-                    + [fmt(common.ratio(sim, syncs[cc]), ".2f") for cc in ccs]
-                    + [pct((runs.get(cc) or {}).get("retransmitted_fraction")) for cc in ccs]
-                    + [verdict(runs[cc]) if cc in runs else NA for cc in ccs])
-    return table(["topology", "algorithm", "flow model s (SimGrid, L = 0)"]
-                 + [f"median sync s, {cc}" for cc in ccs] + [f"model/measured, {cc}" for cc in ccs]
-                 + [f"retransmitted, {cc}" for cc in ccs] + [f"faithful, {cc}" for cc in ccs], rows)
+    for bbr_folder, cubic_folder in TCP_CC_PAIRS:
+        by = {}
+        for cc, folder in (("bbr", bbr_folder), ("cubic", cubic_folder)):
+            for r in runs_of(data, f"{folder}/summary.json"):
+                if (r.get("tcp_congestion_control") or "bbr") != cc:
+                    raise ValueError(f"{folder}: a run with {r.get('tcp_congestion_control')}, not {cc}")
+                if (num(r.get("gradient_bytes")) or 0) >= 2 * MB:
+                    by.setdefault((r.get("topology"), common.label(r), str(r.get("model"))), {})[cc] = r
+        for (topo, algo, model), runs in by.items():
+            sim = next((num(r.get("simulated_seconds")) for r in runs.values() if num(r.get("simulated_seconds"))),
+                       None)
+            syncs = {cc: common.sync_s(runs[cc]) if cc in runs else None for cc in ("bbr", "cubic")}
+            rows.append([f"`{bbr_folder}` / `{cubic_folder}`", str(topo), algo, model, fmt(sim, ".3f")]
+                        + [fmt(syncs[cc], ".3f") for cc in ("bbr", "cubic")]
+                        + [fmt(common.ratio(sim, syncs[cc]), ".2f") for cc in ("bbr", "cubic")]
+                        + [pct((runs.get(cc) or {}).get("retransmitted_fraction")) for cc in ("bbr", "cubic")]
+                        + [verdict(runs[cc]) if cc in runs else NA for cc in ("bbr", "cubic")])
+    return table(["folders (BBR / CUBIC)", "topology", "algorithm", "model", "flow model s (SimGrid, L = 0)",
+                  "median sync s, BBR", "median sync s, CUBIC", "model/measured, BBR", "model/measured, CUBIC",
+                  "retransmitted, BBR", "retransmitted, CUBIC", "faithful, BBR", "faithful, CUBIC"], rows) + [
+        "", "Gradients of 2 MiB or more (the smaller ones' syncs are start-up, not bandwidth). BBR: each folder's "
+            "hosts ran this machine's default, which summaries before the pinning do not record."]
