@@ -19,9 +19,9 @@ BML_REPEATS = tuple(f"bml-repeats/{f}-vgg19-r{i}" for f in BML_FOLDERS for i in 
 BML_RECV_FIRST = tuple(sorted((*(f"ps-recv-first/{f}{r}" for f in BML_FOLDERS for r in ("", "-r2")),
                                "ps-recv-first/bml-bcube32-vs-ps-fattree-r4",
                                "ps-recv-first/bml-bcube42-vs-ps-fattree-r3")))
-# the two files once more that evening with every emulated host on CUBIC (docs/FIDELITY.md #22);
+# the two files twice more that evening with every emulated host on CUBIC (docs/FIDELITY.md #22);
 # every folder above ran BBR, this machine's kernel default then
-BML_CUBIC = tuple(f"tcp-cc/{f}-cubic" for f in BML_FOLDERS)
+BML_CUBIC = tuple(f"tcp-cc/{f}-cubic{r}" for f in BML_FOLDERS for r in ("", "-r2"))
 
 
 def bml_summary(data: dict) -> list[str]:
@@ -56,7 +56,8 @@ def _bml_vgg19_rows(data: dict) -> list[dict]:
     groups = [(main, (main, *(f for f in BML_REPEATS if f.split("/")[-1].startswith(main)))) for main in BML_FOLDERS]
     groups += [(f"ps-recv-first/{main}", tuple(f for f in BML_RECV_FIRST if f.startswith(f"ps-recv-first/{main}")))
                for main in BML_FOLDERS]
-    groups += [(f, (f,)) for f in BML_CUBIC]
+    groups += [(f"tcp-cc/{main}-cubic", tuple(f for f in BML_CUBIC if f.startswith(f"tcp-cc/{main}-cubic")))
+               for main in BML_FOLDERS]
     for main, folders in groups:
         for folder in folders:
             runs = runs_of(data, f"{folder}/summary.json")
@@ -86,7 +87,7 @@ def bml_jct_spread(data: dict) -> list[str]:
                      fmt(xs[0]["pair"]["sync_ratio_claim"], ".3f"),
                      ", ".join(f"BML {verdict(x['bml'])} / PS {verdict(x['ps'])}" for x in xs),
                      ("**sends first**" if exp in BML_FOLDERS else "receives first")
-                     + (", CUBIC" if exp in BML_CUBIC else ", BBR")])
+                     + (", CUBIC" if exp.startswith("tcp-cc/") else ", BBR")])
         notes += [f"- `{x['folder']}`: PS run not faithful: {reasons(x['ps'])}" for x in xs if x["ps"].get("faithful") is False]
         notes += [f"- `{x['folder']}`: BML run not faithful: {reasons(x['bml'])}" for x in xs if x["bml"].get("faithful") is False]
     return table(["experiment", "BCube / Fat-Tree", "runs", "JCT reduction per run", "median", "range",

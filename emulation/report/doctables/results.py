@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from emulation.papers import common
-from emulation.report.doctables.bml import BML_FOLDERS, BML_REPEATS
+from emulation.report.doctables.bml import BML_CUBIC, BML_FOLDERS, BML_REPEATS
 from emulation.report.doctables.cells import cores, outside_tolerance, pct, runs_of, span, verdict
 from emulation.report.doctables.forest import FOREST, FOREST_VARIANTS
 from emulation.report.doctables.gtopk import GTOPK_MODELS
@@ -39,7 +39,8 @@ TCP_CC_PAIRS = (("tcp-cc/hd-kernel-bbr", "tcp-cc/hd-cubic"),
                 ("ps-recv-first/default-r3", "tcp-cc/default-cubic"),
                 ("ps-recv-first/bml-bcube32-vs-ps-fattree-r4", "tcp-cc/bml-bcube32-vs-ps-fattree-cubic"),
                 ("ps-recv-first/bml-bcube42-vs-ps-fattree-r3", "tcp-cc/bml-bcube42-vs-ps-fattree-cubic"))
-TCP_CC = tuple(f for f in dict.fromkeys(f for pair in TCP_CC_PAIRS for f in pair) if f.startswith("tcp-cc/"))
+# every tcp-cc/ folder: those of the pairs and the BML files' second CUBIC runs (docs/papers/bml.md)
+TCP_CC = tuple(dict.fromkeys([f for pair in TCP_CC_PAIRS for f in pair if f.startswith("tcp-cc/")] + list(BML_CUBIC)))
 
 
 def _payload(run) -> str:
