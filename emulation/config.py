@@ -24,7 +24,6 @@ mean nothing on `lo` and are not read.
 from __future__ import annotations
 
 import re
-
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -36,10 +35,10 @@ from topologies.placement import PLACEMENTS, place, place_on_servers
 from workloads.algorithms import base
 
 # The TCP congestion control of every emulated host (config `tcp_cc`). A new network namespace
-# inherits the machine's default, which is the kernel's build choice: BBR on the machines of
-# docs/results (their kernel's default), CUBIC on Debian's and Ubuntu's kernels. Pinned so a result
-# does not depend on which machine ran it; CUBIC, Linux's default, is what a Gloo cluster runs
-# unless told otherwise (docs/FIDELITY.md #22).
+# inherits the machine's default, which is the kernel's build choice: BBR on this machine (and, by
+# our reading, for the earlier folders of docs/results, which recorded none), CUBIC on Debian's and
+# Ubuntu's kernels. Pinned so a result does not depend on which machine ran it; CUBIC, Linux's
+# default, is what a Gloo cluster runs unless told otherwise (docs/FIDELITY.md #22).
 TCP_CC_DEFAULT = "cubic"
 
 

@@ -34,7 +34,7 @@ from topologies.mn import DescribedTopo
 
 OFFLOADS = "tx off tso off gso off gro off"
 MIN_OVS_SNDBUF = 8 << 20
-TCP_CC_PROC = "/proc/sys/net/ipv4/tcp_{}congestion_control"
+TCP_CC_PROC = "/proc/sys/net/ipv4/tcp_{}congestion_control"  # {}: available_ or allowed_
 
 
 class _QuietHtb:
@@ -248,8 +248,6 @@ class Network:
         return failures
 
 
-
-
 def tcp_cc_problem(name: str, available: str, allowed: str) -> str | None:
     """One line when the emulated hosts cannot use congestion control `name`, given this
     machine's available and allowed lists (/proc/sys/net/ipv4/tcp_*_congestion_control, space
@@ -263,9 +261,9 @@ def tcp_cc_problem(name: str, available: str, allowed: str) -> str | None:
 
 
 def machine_tcp_cc() -> dict:
-    """This machine's default, available and allowed congestion controls ({} where unreadable)."""
+    """This machine's available and allowed congestion controls ({} where unreadable)."""
     out = {}
-    for key, prefix in (("default", ""), ("available", "available_"), ("allowed", "allowed_")):
+    for key, prefix in (("available", "available_"), ("allowed", "allowed_")):
         try:
             out[key] = Path(TCP_CC_PROC.format(prefix)).read_text().strip()
         except OSError:

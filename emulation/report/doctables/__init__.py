@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from emulation.report.docs import Table
 from emulation.report.doctables.bml import (
-    BML_CUBIC, BML_FOLDERS, BML_RECV_FIRST, BML_REPEATS, BML_TRAINING, bml_jct_sensitivity, bml_jct_spread, bml_summary,
-    bml_training)
+    BML_CUBIC, BML_FOLDERS, BML_RECV_FIRST, BML_REPEATS, BML_TRAINING, bml_jct_sensitivity, bml_jct_spread,
+    bml_summary, bml_training)
 from emulation.report.doctables.cluster import CLUSTER_ALGOS, CLUSTER_BENCH, cluster_algorithms, cluster_bench
 from emulation.report.doctables.dfs import DFS, dfs_headline, dfs_runs
 from emulation.report.doctables.forest import (
@@ -32,8 +32,8 @@ from emulation.report.doctables.projection import (
     PROJECTION_SOURCES, PS_RECV_FIRST_SOURCES, RUNTIMES, RUNTIMES_ALL, SAME_DAY_SOURCES, SELECTION_SOURCES,
     SMALL_SOURCES, STEP_COST, SWEEP, blocksparse_order, projection_blocksparse_fitted,
     projection_blocksparse_receives, projection_bml_scale, projection_compute, projection_compute_fit,
-    projection_compute_probe, projection_compute_same_day, projection_families, projection_fan_in, projection_fan_in_egress,
-    projection_fan_in_options, projection_fan_in_shape, projection_latency_fit, projection_runtimes,
+    projection_compute_probe, projection_compute_same_day, projection_families, projection_fan_in,
+    projection_fan_in_egress, projection_fan_in_options, projection_fan_in_shape, projection_latency_fit, projection_runtimes,
     projection_runtimes_all, projection_selection_probe, projection_small_messages, projection_sweep,
     projection_validation, ps_recv_first, simgrid_step_cost)
 from emulation.report.doctables.papers_scale import (

@@ -40,7 +40,8 @@ TCP_CC_PAIRS = (("tcp-cc/hd-kernel-bbr", "tcp-cc/hd-cubic"),
                 ("ps-recv-first/bml-bcube32-vs-ps-fattree-r4", "tcp-cc/bml-bcube32-vs-ps-fattree-cubic"),
                 ("ps-recv-first/bml-bcube42-vs-ps-fattree-r3", "tcp-cc/bml-bcube42-vs-ps-fattree-cubic"))
 # every tcp-cc/ folder: those of the pairs and the BML files' second CUBIC runs (docs/papers/bml.md)
-TCP_CC = tuple(dict.fromkeys([f for pair in TCP_CC_PAIRS for f in pair if f.startswith("tcp-cc/")] + list(BML_CUBIC)))
+TCP_CC = tuple(dict.fromkeys([f for pair in TCP_CC_PAIRS for f in pair if f.startswith("tcp-cc/")]
+                             + list(BML_CUBIC)))
 
 
 def _payload(run) -> str:
