@@ -3,6 +3,7 @@ our own one-parameter model (emulation/simulator/fanin.py) on the fit half of th
 
     chrt --idle 0 nice -n 19 .venv/bin/python scripts/fan_in.py options   # -> docs/results/projection-fan-in-options/
     chrt --idle 0 nice -n 19 .venv/bin/python scripts/fan_in.py fit       # -> docs/results/projection-fan-in-fit/
+    chrt --idle 0 nice -n 19 .venv/bin/python scripts/fan_in.py fit --cc cubic  # -> .../projection-fan-in-fit-cubic/
     chrt --idle 0 nice -n 19 .venv/bin/python scripts/fan_in.py egress    # -> docs/results/projection-fan-in-egress/
     chrt --idle 0 nice -n 19 .venv/bin/python scripts/fan_in.py shape     # -> docs/results/projection-fan-in-shape/
 
@@ -97,13 +98,15 @@ def options(out: Path) -> None:
                  "folders": list(OPTION_FOLDERS), "runs": runs})
 
 
-def _round_latency() -> float:
-    """L fitted on the fit half's rings (the projection-latency-fit table's)."""
+def _round_latency(v=None) -> float:
+    """L fitted on the fit half's rings of validation `v` (projection.BBR_FAN_IN unless given: the
+    projection-latency-fit table's; projection.CUBIC_FAN_IN: projection-cubic-latency-fit's)."""
     from emulation.report import docs
     from emulation.report.doctables import projection
 
-    data = docs.load_sources(ROOT / "docs/results", projection.PROJECTION_SOURCES)
-    return projection._fitted(projection._validation(data))[0]
+    v = v or projection.BBR_FAN_IN
+    data = docs.load_sources(ROOT / "docs/results", projection._sources(v.folders))
+    return projection._fitted(projection._validation(data, v.folders, v.cc))[0]
 
 
 def _points(folders, algos=FIT_ALGOS) -> list:
@@ -140,9 +143,9 @@ def _fit_on(pts, lat: float, what: str) -> tuple[float, float, list]:
     return e, cost, evaluations
 
 
-def fit(out: Path, lat: float) -> None:
-    """e on the fit half's PS and BML runs, then each OWN_E executor's e on its own fit-half runs."""
-    halves = [f for f in FOLDERS if in_fit_half(projected_name(f))]
+def fit(out: Path, lat: float, folders=FOLDERS) -> None:
+    """e on the fit half's PS and BML runs of `folders`, then each OWN_E executor's e on its own fit-half runs."""
+    halves = [f for f in folders if in_fit_half(projected_name(f))]
     pts = _points(halves)
     e, cost, evaluations = _fit_on(pts, lat, "PS and BML")
     executors, by_algo = {}, {}
@@ -162,7 +165,8 @@ def fit(out: Path, lat: float) -> None:
                  "runs": [{**_key(f, p, m), "rounds": k} for f, p, m, k in pts], "evaluations": evaluations,
                  "executors": executors, "fan_in_by_algorithm": by_algo})
     print("project every folder with it:",
-          f"FAN_IN='{' '.join(fanin.arguments(e, by_algo))}' bash scripts/project_measured.sh")
+          f"FAN_IN='{' '.join(fanin.arguments(e, by_algo))}' {'' if folders is FOLDERS else 'CC=cubic '}"
+          f"bash scripts/project_measured.sh")
 
 
 def egress(out: Path, lat: float) -> None:
@@ -235,9 +239,19 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("what", choices=("options", "fit", "egress", "shape"))
     ap.add_argument("--round-latency", type=float, help="L (s per round) added in the fit; default: projection-latency-fit's")
+    ap.add_argument("--cc", choices=("bbr", "cubic"), default="bbr",
+                    help="fit: the validation of the runs whose hosts ran this congestion control (cubic: "
+                         "projection.CUBIC_FOLDERS -> docs/results/projection-fan-in-fit-cubic/); default bbr")
     a = ap.parse_args()
+    if a.cc != "bbr" and a.what != "fit":
+        ap.error(f"--cc {a.cc} is for `fit` only; {a.what} runs on the BBR validation")
     if a.what == "options":
         options(ROOT / "docs/results/projection-fan-in-options")
+    elif a.cc == "cubic":
+        from emulation.report.doctables.projection import CUBIC_FAN_IN
+
+        lat = a.round_latency if a.round_latency is not None else _round_latency(CUBIC_FAN_IN)
+        fit(ROOT / "docs/results" / CUBIC_FAN_IN.fit, lat, CUBIC_FAN_IN.folders)
     else:
         lat = a.round_latency if a.round_latency is not None else _round_latency()
         if a.what == "egress":

@@ -293,6 +293,42 @@ def test_a_projection_older_than_its_measured_folder_is_refused():
                                   for f in doctables.projection.PROJECTED}})
 
 
+def test_a_run_without_a_recorded_congestion_control_ran_bbr():
+    """Folders from before 2026-11-29 recorded none: the kernel default of this machine, BBR."""
+    assert doctables.projection.host_tcp({}) == "bbr"
+    assert doctables.projection.host_tcp({"tcp_congestion_control": None}) == "bbr"
+    assert doctables.projection.host_tcp({"tcp_congestion_control": "cubic"}) == "cubic"
+
+
+def test_a_validation_refuses_a_run_of_another_congestion_control():
+    """Each validation (BBR, CUBIC) fits L and e on its own runs: a CUBIC run in the BBR one, or an
+    unrecorded (BBR) run in the CUBIC one, is refused by name."""
+    proj = doctables.projection
+    folder = proj.CUBIC_FOLDERS[0]
+    run = {"status": "ok", "topology": "t", "algorithm": "ring", "algo_spec": "ring", "model": "m",
+           "median_sync_seconds": 2.0, "tcp_congestion_control": "cubic"}
+    sim = {"runs": [{"topology": "t", "algo_spec": "ring", "model": "m", "rounds_per_sync": 6, "simulated_seconds": 1.0}],
+           "validation": [{"topology": "t", "algo_spec": "ring", "model": "m", "measured_seconds": 2.0,
+                           "simulated_seconds": 1.0}]}
+    data = {f"{folder}/summary.json": {"runs": [run]},
+            f"projection-vs-measured/{proj.projected_name(folder)}/summary.json": sim}
+    assert [r["algorithm"] for r in proj._validation(data, (folder,), "cubic")] == ["ring"]
+    with pytest.raises(ValueError, match="ran cubic in its hosts; this validation holds bbr runs only"):
+        proj._validation(data, (folder,), "bbr")
+    data[f"{folder}/summary.json"] = {"runs": [{**run, "tcp_congestion_control": None}]}
+    with pytest.raises(ValueError, match="ran bbr in its hosts; this validation holds cubic runs only"):
+        proj._validation(data, (folder,), "cubic")
+
+
+def test_the_cubic_validation_is_apart_from_the_bbr_one_and_on_both_sides_of_the_split():
+    proj = doctables.projection
+    assert not set(proj.CUBIC_FOLDERS) & set(proj.PROJECTED)
+    halves = {proj.in_fit_half(proj.projected_name(f)) for f in proj.CUBIC_FOLDERS}
+    assert halves == {True, False}
+    assert proj.CUBIC_FAN_IN.run_rels[0] == f"projection-fan-in-cubic/{proj.projected_name(proj.CUBIC_FOLDERS[0])}/summary.json"
+    assert proj.BBR_FAN_IN.sources == proj.FAN_IN_SOURCES  # the BBR validation as it was
+
+
 def test_the_selection_probe_table_sets_the_emulated_selections_beside_the_probe():
     """projection-selection-probe: every emulated run's logged selection as its summary.json has it,
     and every probe record, each once."""

@@ -28,14 +28,16 @@ from emulation.report.doctables.mgwfbp import (
     MGWFBP_ALL, MGWFBP_MATRIX, MGWFBP_SETTINGS, MGWFBP_WFBP_DILATED, _sources, mgwfbp_matrix, mgwfbp_settings,
     mgwfbp_slower, mgwfbp_wfbp_dilated)
 from emulation.report.doctables.projection import (
-    ADDITIVITY, BLOCKSPARSE_ORDER_SOURCES, BML_SCALE, FAN_IN_EGRESS, FAN_IN_OPTIONS, FAN_IN_SHAPE, FAN_IN_SOURCES,
+    ADDITIVITY, BLOCKSPARSE_ORDER_SOURCES, BML_SCALE, CUBIC_FAN_IN_SOURCES, CUBIC_SOURCES, FAN_IN_EGRESS,
+    FAN_IN_OPTIONS, FAN_IN_SHAPE, FAN_IN_SOURCES, TCP_CC_SOURCES,
     PROJECTION_SOURCES, PS_RECV_FIRST_SOURCES, RUNTIMES, RUNTIMES_ALL, SAME_DAY_SOURCES, SELECTION_SOURCES,
     SMALL_SOURCES, STEP_COST, SWEEP, blocksparse_order, projection_blocksparse_fitted,
     projection_blocksparse_receives, projection_bml_scale, projection_compute, projection_compute_fit,
     projection_compute_probe, projection_compute_same_day, projection_families, projection_fan_in,
     projection_fan_in_egress, projection_fan_in_options, projection_fan_in_shape, projection_latency_fit, projection_runtimes,
     projection_runtimes_all, projection_selection_probe, projection_small_messages, projection_sweep,
-    projection_validation, ps_recv_first, simgrid_step_cost)
+    projection_validation, ps_recv_first, simgrid_step_cost, projection_cubic_latency_fit,
+    projection_cubic_fan_in, projection_tcp_cc)
 from emulation.report.doctables.papers_scale import (
     FOREST_SCALE, GTOPK_SCALE, MGWFBP_SCALE, projection_forest_scale, projection_gtopk_scale, projection_mgwfbp_scale)
 from emulation.report.doctables.results import (
@@ -86,6 +88,9 @@ TABLES = {t.id: t for t in [
     Table("projection-families", PROJECTION_SOURCES, projection_families),
     Table("projection-small-messages", SMALL_SOURCES, projection_small_messages),
     Table("projection-fan-in", FAN_IN_SOURCES, projection_fan_in),
+    Table("projection-cubic-latency-fit", CUBIC_SOURCES, projection_cubic_latency_fit),
+    Table("projection-cubic-fan-in", CUBIC_FAN_IN_SOURCES, projection_cubic_fan_in),
+    Table("projection-tcp-cc", TCP_CC_SOURCES, projection_tcp_cc),
     Table("projection-blocksparse-receives", FAN_IN_SOURCES, projection_blocksparse_receives),
     Table("projection-blocksparse-fitted", FAN_IN_SOURCES, projection_blocksparse_fitted),
     Table("projection-fan-in-options", (FAN_IN_OPTIONS,), projection_fan_in_options),

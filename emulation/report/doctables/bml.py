@@ -20,8 +20,10 @@ BML_RECV_FIRST = tuple(sorted((*(f"ps-recv-first/{f}{r}" for f in BML_FOLDERS fo
                                "ps-recv-first/bml-bcube32-vs-ps-fattree-r4",
                                "ps-recv-first/bml-bcube42-vs-ps-fattree-r3")))
 # the two files twice more that evening with every emulated host on CUBIC (docs/FIDELITY.md #22);
-# every folder above ran BBR, this machine's kernel default then
-BML_CUBIC = tuple(f"tcp-cc/{f}-cubic{r}" for f in BML_FOLDERS for r in ("", "-r2"))
+# every folder above ran BBR, this machine's kernel default then; the BCube(4,2) file a third
+# time on 2026-12-01, in a quiet hour (neither of its first two BML runs was faithful)
+BML_CUBIC = tuple(f"tcp-cc/{f}-cubic{r}" for f in BML_FOLDERS for r in ("", "-r2")) + (
+    "tcp-cc/bml-bcube42-vs-ps-fattree-cubic-r3",)
 
 
 def bml_summary(data: dict) -> list[str]:

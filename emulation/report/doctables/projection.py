@@ -1,6 +1,7 @@
 """docs/PROJECTION.md: validation, the round-latency fit, families, sweeps, run times."""
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from emulation.papers import common
 from emulation.report.doctables.cells import find, pct, runs_of, span, spread, verdict
@@ -78,6 +79,33 @@ PROJECTED = ("default", "bml-bcube32-vs-ps-fattree", "bml-bcube42-vs-ps-fattree"
              "small-messages/bcube32", "small-messages/bcube32-check", *EVERY_FAITHFUL)
 
 
+# The validation's files run again with CUBIC in the hosts (docs/FIDELITY.md #22; every folder
+# above ran BBR, this machine's kernel default, until 2026-11-29): a validation of their own, the
+# round latency and the fan-in efficiency fitted on their own fit half (`CUBIC_FAN_IN`). 2026-11-29: the
+# hd file, the default file and both BML files twice, each beside its BBR run of that afternoon;
+# tcp-cc/hd-kernel-bbr (that BBR run) is left out of both validations (it ran BBR on purpose).
+# 2026-12-01 (a quiet hour, CPU probe 14-20 ms at its fastest), one after the other, each named into the half
+# noted: the default file again (fit), hd on the two-level Fat-Tree (fit), the BCube(4,2) BML file
+# a third time (held out), forest scenario 3 at half speed (fit) and whole (held out), gTop-k on
+# ResNet-50 at P = 8 (fit), MG-WFBP's 8-worker GoogLeNet file (held out), the small-message file
+# (fit), LeNet-5 training (held out) and the DFS file at 40 iterations (fit).
+CUBIC_FOLDERS = ("tcp-cc/hd-cubic", "tcp-cc/default-cubic", "tcp-cc/bml-bcube32-vs-ps-fattree-cubic",
+                 "tcp-cc/bml-bcube32-vs-ps-fattree-cubic-r2", "tcp-cc/bml-bcube42-vs-ps-fattree-cubic",
+                 "tcp-cc/bml-bcube42-vs-ps-fattree-cubic-r2",
+                 *(f"tcp-cc/{f}" for f in (
+                     "default-cubic-dec01", "hd-two-level-cubic", "bml-bcube42-vs-ps-fattree-cubic-r3",
+                     "forest-s3-half-speed-cubic", "forest-s3-oversubscribed-cubic", "gtopk-resnet50-p8-cubic",
+                     "mgwfbp-fattree8-googlenet-cubic", "small-messages-bcube32-cubic", "train-lenet5-digits-cubic",
+                     "dfs-resnet18-digits-iters40-cubic")))
+
+
+def host_tcp(run: dict) -> str:
+    """The TCP congestion control a measured run's hosts used: recorded since 2026-11-29 (config
+    `tcp_cc`); before, nothing set it and the hosts inherited this machine's kernel default,
+    BBR (our reading: docs/FIDELITY.md #22)."""
+    return run.get("tcp_congestion_control") or "bbr"
+
+
 TOLERANCE = 0.10  # the issue's target for dense algorithms at the emulated scale
 
 
@@ -116,8 +144,13 @@ def fit_round_latency(points) -> float:
     return sum(x * y for x, y in zip(xs, ys)) / sum(x * x for x in xs)
 
 
-PROJECTION_SOURCES = tuple(rel for f in PROJECTED
-                           for rel in (f"{f}/summary.json", f"projection-vs-measured/{projected_name(f)}/summary.json"))
+def _sources(folders) -> tuple:
+    return tuple(rel for f in folders
+                 for rel in (f"{f}/summary.json", f"projection-vs-measured/{projected_name(f)}/summary.json"))
+
+
+PROJECTION_SOURCES = _sources(PROJECTED)
+CUBIC_SOURCES = _sources(CUBIC_FOLDERS)
 
 
 # Executors changed after some folders were measured: (algorithms, when the change landed, what
@@ -142,11 +175,13 @@ def algo_label(r: dict, key: str = "algorithm") -> str:
     return r[key] + (f" ({r['superseded']}, superseded)" if r.get("superseded") else "")
 
 
-def _validation(data: dict) -> list[dict]:
-    """Every run simulated against measured: the projection's row, its rounds, the measured run,
-    the folder's side of the split. Refuses a projection older than its measured folder."""
+def _validation(data: dict, folders: tuple = PROJECTED, cc: str = "bbr") -> list[dict]:
+    """Every run of `folders` simulated against measured: the projection's row, its rounds, the
+    measured run, the folder's side of the split. Refuses a projection older than its measured
+    folder, and a run whose hosts ran another congestion control than `cc` (each validation
+    holds one: `CUBIC_FOLDERS`)."""
     out = []
-    for folder in PROJECTED:
+    for folder in folders:
         name = projected_name(folder)
         proj = data[f"projection-vs-measured/{name}/summary.json"]
         measured = runs_of(data, f"{folder}/summary.json")
@@ -159,6 +194,9 @@ def _validation(data: dict) -> list[dict]:
                 raise ValueError(f"projection-vs-measured/{name} simulated other runs than docs/results/{folder} "
                                  f"now holds ({key[1]} on {key[0]}: {v['measured_seconds']} s then, {now} s now): "
                                  f"rerun `bash scripts/project_measured.sh {folder}`")
+            if host_tcp(m) != cc:
+                raise ValueError(f"docs/results/{folder}: {key[1]} on {key[0]} ran {host_tcp(m)} in its hosts; this "
+                                 f"validation holds {cc} runs only")
             sim = sims[key]
             if sim.get("round_latency_seconds"):
                 raise ValueError(f"projection-vs-measured/{name} was simulated with a round latency; the fit needs 0")
@@ -229,7 +267,15 @@ def _within(ratios) -> int:
 
 def projection_latency_fit(data: dict) -> list[str]:
     """The round latency fitted on one half of the folders, checked on the other half."""
-    rows = _validation(data)
+    return _latency_fit(_validation(data)) + _additivity(data)
+
+
+def projection_cubic_latency_fit(data: dict) -> list[str]:
+    """The same on the folders run with CUBIC in the hosts: their own L."""
+    return _latency_fit(_validation(data, CUBIC_FOLDERS, "cubic"))
+
+
+def _latency_fit(rows: list[dict]) -> list[str]:
     lat, fit, held = _fitted(rows)
     lines = [f"Fit: simulated (L = 0) + L x rounds against measured, least squares of the relative error over the "
              f"{len(fit)} faithful ring and gloo runs with gradients of 2 MiB or more in the fit half "
@@ -261,7 +307,7 @@ def projection_latency_fit(data: dict) -> list[str]:
               "(both halves): " + "; ".join(f"P = {p}: median {1e3 * statistics.median(v):.1f} ms, "
                                             f"{span([1e3 * x for x in v], '.1f')} ms ({len(v)} runs)"
                                             for p, v in sorted(by_p.items())) + "."]
-    return lines + _additivity(data)
+    return lines
 
 
 ADDITIVITY = tuple(f"projection-validation/{projected_name(f)}/summary-latency{x}.json"  # the folders of 2026-11-23
@@ -756,23 +802,53 @@ FAN_IN_RUNS = tuple(f"projection-fan-in/{projected_name(f)}/summary.json" for f 
 FAN_IN_SOURCES = PROJECTION_SOURCES + (FAN_IN_FIT,) + FAN_IN_RUNS
 
 
+@dataclasses.dataclass(frozen=True)
+class FanIn:
+    """One validation's fan-in: its measured folders, the congestion control their hosts ran,
+    where scripts/fan_in.py writes its fit and scripts/project_measured.sh the projections with it."""
+    folders: tuple
+    cc: str
+    fit: str  # folder under docs/results of the fit's summary.json
+    runs: str  # folder under docs/results of the projections with the fitted e, one per measured folder
+    command: str  # what makes the fit
+
+    @property
+    def fit_rel(self) -> str:
+        return f"{self.fit}/summary.json"
+
+    @property
+    def run_rels(self) -> tuple:
+        return tuple(f"{self.runs}/{projected_name(f)}/summary.json" for f in self.folders)
+
+    @property
+    def sources(self) -> tuple:
+        return _sources(self.folders) + (self.fit_rel,) + self.run_rels
+
+
+BBR_FAN_IN = FanIn(FAN_IN_FOLDERS, "bbr", "projection-fan-in-fit", "projection-fan-in", "python scripts/fan_in.py fit")
+CUBIC_FAN_IN = FanIn(CUBIC_FOLDERS, "cubic", "projection-fan-in-fit-cubic", "projection-fan-in-cubic",
+                     "python scripts/fan_in.py fit --cc cubic")
+CUBIC_FAN_IN_SOURCES = CUBIC_FAN_IN.sources
+
+
 def fan_in_split(rows) -> tuple[list, list]:
     """(fit half, held-out half) of `rows` by their folder's side (`in_fit_half`): a folder on one side only."""
     return [r for r in rows if r["fit"]], [r for r in rows if not r["fit"]]
 
 
-def _fan_in_rows(data: dict) -> tuple[dict, float, list[dict]]:
-    """(the fit's record, L, every faithful run of FAN_IN_FOLDERS: its projection without fan-in
-    and L, `_validation`'s row, and with the fitted e, projection-fan-in/, plus L x rounds)."""
-    fit = data[FAN_IN_FIT]
-    lat, _, _ = _fitted(_validation(data))
+def _fan_in_rows(data: dict, v: FanIn = BBR_FAN_IN) -> tuple[dict, float, list[dict]]:
+    """(the fit's record, L, every faithful run of v's folders: its projection without fan-in
+    and L, `_validation`'s row, and with the fitted e, v.runs/, plus L x rounds)."""
+    fit = data[v.fit_rel]
+    rows = _validation(data, v.folders, v.cc)
+    lat, _, _ = _fitted(rows)
     if abs(fit["round_latency_seconds"] - lat) > 1e-9:
-        raise ValueError(f"{FAN_IN_FIT} was fitted with L = {fit['round_latency_seconds']} s, the latency fit now "
-                         f"gives {lat} s: rerun `python scripts/fan_in.py fit` and the fan-in projections")
+        raise ValueError(f"{v.fit_rel} was fitted with L = {fit['round_latency_seconds']} s, the latency fit now "
+                         f"gives {lat} s: rerun `{v.command}` and the fan-in projections")
     e, own = fit["fan_in_efficiency"], fit.get("fan_in_by_algorithm") or {}
-    base = {(r["experiment"], r["topology"], r["algo_spec"], r["model"]): r for r in _validation(data)}
+    base = {(r["experiment"], r["topology"], r["algo_spec"], r["model"]): r for r in rows}
     out = []
-    for folder, rel in zip(FAN_IN_FOLDERS, FAN_IN_RUNS):
+    for folder, rel in zip(v.folders, v.run_rels):
         proj = data[rel]
         sims = {(r["topology"], r["algo_spec"], r["model"]): r for r in proj.get("runs", [])}
         for v in proj.get("validation") or []:
@@ -797,6 +873,41 @@ def _fan_in_rows(data: dict) -> tuple[dict, float, list[dict]]:
 
 
 FAN_IN_EGRESS = "projection-fan-in-egress/summary.json"
+TCP_CC_SOURCES = FAN_IN_SOURCES + CUBIC_FAN_IN_SOURCES
+
+
+def projection_tcp_cc(data: dict) -> list[str]:
+    """What the hosts' congestion control changes in the projection: per family, simulated /
+    measured of the faithful runs of today's executors with the flow model alone (L = 0, e = 1),
+    in the BBR validation and in the CUBIC one; then each one's fitted L and e."""
+    sets = {v.cc: (v, _validation(data, v.folders, v.cc)) for v in (BBR_FAN_IN, CUBIC_FAN_IN)}
+    fams: dict = {}
+    for cc, (_, rows) in sets.items():
+        for r in rows:
+            if r["faithful"] is True and not r["superseded"]:
+                fams.setdefault(_family(r), {}).setdefault(cc, []).append(r)
+    cells = []
+    for fam in sorted(fams, key=lambda f: (len(fams[f]) < 2, f)):  # families run both ways first
+        row = [fam]
+        for cc in sets:
+            x = _ratios(fams[fam].get(cc, []))
+            row += [str(len(x)), fmt(statistics.median(x), ".2f") if x else NA, span(x) if x else NA,
+                    f"{_within(x)} of {len(x)}" if x else NA]
+        cells.append(row)
+    head = ["family"]
+    for cc in sets:
+        head += [f"{cc.upper()}: faithful runs", "median sim/meas", "sim/meas", f"within {TOLERANCE:.0%}"]
+    lines = table(head, cells) + [
+        "", "Simulated: `syncbed project --measured` with no round latency and no fan-in charge, against each run's "
+            "median sync (layer-wise plans: their exposed tail after backprop, which is not what they are "
+            "projected on; their iterations are in the fan-in tables).", ""]
+    for cc, (v, rows) in sets.items():
+        fit = data[v.fit_rel]
+        own = ", ".join(f"{name} {x['fan_in_efficiency']:.3f}{'' if x['fitted'] else ' (none to fit: the PS and BML e)'}"
+                        for name, x in (fit.get("executors") or {}).items())
+        lines.append(f"- {cc.upper()} ({len(v.folders)} folders): L = {_fitted(rows)[0] * 1e3:.2f} ms per round, "
+                     f"fan-in e = {fit['fan_in_efficiency']:.3f} (PS and BML){'; ' + own if own else ''}.")
+    return lines
 
 
 def _current(data: dict, rel: str, what: str) -> float:
@@ -1017,10 +1128,15 @@ def projection_blocksparse_fitted(data: dict) -> list[str]:
                "Every run has a model for each compute it logged.")]
 
 
-def projection_fan_in(data: dict) -> list[str]:
+def projection_cubic_fan_in(data: dict) -> list[str]:
+    """The same on the folders run with CUBIC in the hosts: e and L fitted on their own fit half."""
+    return projection_fan_in(data, CUBIC_FAN_IN)
+
+
+def projection_fan_in(data: dict, v: FanIn = BBR_FAN_IN) -> list[str]:
     """Per algorithm, each half: simulated / measured without fan-in and L, and with the fan-in
     efficiency and the round latency both fitted on the fit half."""
-    fit, lat, rows = _fan_in_rows(data)
+    fit, lat, rows = _fan_in_rows(data, v)
     e = fit["fan_in_efficiency"]
     fit_runs = fit["runs"]
     lines = [f"Fit: **e = {e:.3f}** (a link into a NIC crossed by n flows delivers e + (1 - e)/n of its capacity), "
@@ -1044,7 +1160,7 @@ def projection_fan_in(data: dict) -> list[str]:
 
     args = fanin.arguments(e, fit.get("fan_in_by_algorithm") or {})
     lines += ["", f"Every run below is projected again with {' '.join(f'`--fan-in {a}`' for a in args)} "
-                  f"(`docs/results/projection-fan-in/`) and L x rounds added (layer-wise plans: their own start-ups "
+                  f"(`docs/results/{v.runs}/`) and L x rounds added (layer-wise plans: their own start-ups "
                   f"instead); faithful runs only.", ""]
     groups: dict = {}
     for r in rows:

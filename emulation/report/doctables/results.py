@@ -7,6 +7,7 @@ from emulation.report.doctables.cells import cores, outside_tolerance, pct, runs
 from emulation.report.doctables.forest import FOREST, FOREST_VARIANTS
 from emulation.report.doctables.gtopk import GTOPK_MODELS
 from emulation.report.doctables.mgwfbp import MGWFBP_ALL, MGWFBP_MODELS, MGWFBP_WFBP_DILATED
+from emulation.report.doctables.projection import CUBIC_FOLDERS, host_tcp
 from emulation.results.columns import NA, fmt, table
 from emulation.results.load import MB, num
 
@@ -39,9 +40,10 @@ TCP_CC_PAIRS = (("tcp-cc/hd-kernel-bbr", "tcp-cc/hd-cubic"),
                 ("ps-recv-first/default-r3", "tcp-cc/default-cubic"),
                 ("ps-recv-first/bml-bcube32-vs-ps-fattree-r4", "tcp-cc/bml-bcube32-vs-ps-fattree-cubic"),
                 ("ps-recv-first/bml-bcube42-vs-ps-fattree-r3", "tcp-cc/bml-bcube42-vs-ps-fattree-cubic"))
-# every tcp-cc/ folder: those of the pairs and the BML files' second CUBIC runs (docs/papers/bml.md)
+# every tcp-cc/ folder: those of the pairs, the BML files' second CUBIC runs (docs/papers/bml.md)
+# and the rest of the CUBIC validation (docs/PROJECTION.md)
 TCP_CC = tuple(dict.fromkeys([f for pair in TCP_CC_PAIRS for f in pair if f.startswith("tcp-cc/")]
-                             + list(BML_CUBIC)))
+                             + list(BML_CUBIC) + list(CUBIC_FOLDERS)))
 
 
 def _payload(run) -> str:
@@ -293,7 +295,7 @@ def tcp_cc(data: dict) -> list[str]:
         by = {}
         for cc, folder in (("bbr", bbr_folder), ("cubic", cubic_folder)):
             for r in runs_of(data, f"{folder}/summary.json"):
-                if (r.get("tcp_congestion_control") or "bbr") != cc:
+                if host_tcp(r) != cc:
                     raise ValueError(f"{folder}: a run with {r.get('tcp_congestion_control')}, not {cc}")
                 if (num(r.get("gradient_bytes")) or 0) >= 2 * MB:
                     by.setdefault((r.get("topology"), common.label(r), str(r.get("model"))), {})[cc] = r
