@@ -98,13 +98,12 @@ def options(out: Path) -> None:
                  "folders": list(OPTION_FOLDERS), "runs": runs})
 
 
-def _round_latency(v=None) -> float:
-    """L fitted on the fit half's rings of validation `v` (projection.BBR_FAN_IN unless given: the
+def _round_latency(v) -> float:
+    """L fitted on the fit half's rings of validation `v` (projection.BBR_FAN_IN: the
     projection-latency-fit table's; projection.CUBIC_FAN_IN: projection-cubic-latency-fit's)."""
     from emulation.report import docs
     from emulation.report.doctables import projection
 
-    v = v or projection.BBR_FAN_IN
     data = docs.load_sources(ROOT / "docs/results", projection._sources(v.folders))
     return projection._fitted(projection._validation(data, v.folders, v.cc))[0]
 
@@ -143,9 +142,12 @@ def _fit_on(pts, lat: float, what: str) -> tuple[float, float, list]:
     return e, cost, evaluations
 
 
-def fit(out: Path, lat: float, folders=FOLDERS) -> None:
-    """e on the fit half's PS and BML runs of `folders`, then each OWN_E executor's e on its own fit-half runs."""
-    halves = [f for f in folders if in_fit_half(projected_name(f))]
+def fit(lat: float, v) -> None:
+    """e on the fit half's PS and BML runs of validation `v` (projection.BBR_FAN_IN or
+    CUBIC_FAN_IN), then each OWN_E executor's e on its own fit-half runs; written to
+    docs/results/<v.fit>/."""
+    out = ROOT / "docs/results" / v.fit
+    halves = [f for f in v.folders if in_fit_half(projected_name(f))]
     pts = _points(halves)
     e, cost, evaluations = _fit_on(pts, lat, "PS and BML")
     executors, by_algo = {}, {}
@@ -165,7 +167,7 @@ def fit(out: Path, lat: float, folders=FOLDERS) -> None:
                  "runs": [{**_key(f, p, m), "rounds": k} for f, p, m, k in pts], "evaluations": evaluations,
                  "executors": executors, "fan_in_by_algorithm": by_algo})
     print("project every folder with it:",
-          f"FAN_IN='{' '.join(fanin.arguments(e, by_algo))}' {'' if folders is FOLDERS else 'CC=cubic '}"
+          f"FAN_IN='{' '.join(fanin.arguments(e, by_algo))}' {'' if v.cc == 'bbr' else f'CC={v.cc} '}"
           f"bash scripts/project_measured.sh")
 
 
@@ -247,16 +249,14 @@ if __name__ == "__main__":
         ap.error(f"--cc {a.cc} is for `fit` only; {a.what} runs on the BBR validation")
     if a.what == "options":
         options(ROOT / "docs/results/projection-fan-in-options")
-    elif a.cc == "cubic":
-        from emulation.report.doctables.projection import CUBIC_FAN_IN
-
-        lat = a.round_latency if a.round_latency is not None else _round_latency(CUBIC_FAN_IN)
-        fit(ROOT / "docs/results" / CUBIC_FAN_IN.fit, lat, CUBIC_FAN_IN.folders)
     else:
-        lat = a.round_latency if a.round_latency is not None else _round_latency()
+        from emulation.report.doctables.projection import BBR_FAN_IN, CUBIC_FAN_IN
+
+        v = CUBIC_FAN_IN if a.cc == "cubic" else BBR_FAN_IN
+        lat = a.round_latency if a.round_latency is not None else _round_latency(v)
         if a.what == "egress":
             egress(ROOT / "docs/results/projection-fan-in-egress", lat)
         elif a.what == "shape":
             shape(ROOT / "docs/results/projection-fan-in-shape", lat)
         else:
-            fit(ROOT / "docs/results/projection-fan-in-fit", lat)
+            fit(lat, v)

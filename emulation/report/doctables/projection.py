@@ -81,14 +81,15 @@ PROJECTED = ("default", "bml-bcube32-vs-ps-fattree", "bml-bcube42-vs-ps-fattree"
 
 # The validation's files run again with CUBIC in the hosts (docs/FIDELITY.md #22; every folder
 # above ran BBR, this machine's kernel default, until 2026-11-29): a validation of their own, the
-# round latency and the fan-in efficiency fitted on their own fit half (`CUBIC_FAN_IN`). 2026-11-29: the
-# hd file, the default file and both BML files twice, each beside its BBR run of that afternoon;
-# tcp-cc/hd-kernel-bbr (that BBR run) is left out of both validations (it ran BBR on purpose).
-# 2026-12-01 (a quiet hour, CPU probe 14-20 ms at its fastest), one after the other, each named into the half
-# noted: the default file again (fit), hd on the two-level Fat-Tree (fit), the BCube(4,2) BML file
-# a third time (held out), forest scenario 3 at half speed (fit) and whole (held out), gTop-k on
-# ResNet-50 at P = 8 (fit), MG-WFBP's 8-worker GoogLeNet file (held out), the small-message file
-# (fit), LeNet-5 training (held out) and the DFS file at 40 iterations (fit).
+# round latency and the fan-in efficiency fitted on their own fit half (`CUBIC_FAN_IN`).
+# 2026-11-29: the hd file, the default file and both BML files twice, each beside its BBR run of
+# that afternoon; tcp-cc/hd-kernel-bbr (that BBR run) is left out of both validations (it ran BBR
+# on purpose). 2026-12-01, a quiet hour (CPU probe 14-20 ms at its fastest), one after the other,
+# each named into the half noted: the default file again (fit), hd on the two-level Fat-Tree
+# (fit), the BCube(4,2) BML file a third time (held out), forest scenario 3 at half speed (fit)
+# and whole (held out), gTop-k on ResNet-50 at P = 8 (fit), MG-WFBP's 8-worker GoogLeNet file
+# (held out), the small-message file (fit), LeNet-5 training (held out) and the DFS file at 40
+# iterations (fit).
 CUBIC_FOLDERS = ("tcp-cc/hd-cubic", "tcp-cc/default-cubic", "tcp-cc/bml-bcube32-vs-ps-fattree-cubic",
                  "tcp-cc/bml-bcube32-vs-ps-fattree-cubic-r2", "tcp-cc/bml-bcube42-vs-ps-fattree-cubic",
                  "tcp-cc/bml-bcube42-vs-ps-fattree-cubic-r2",
@@ -796,10 +797,7 @@ BLOCK_SPARSE_COMPUTE = (("aggregate_seconds", "The block-sparse owners' aggregat
 
 # ---- fan-in (emulation/simulator/fanin.py; scripts/fan_in.py) ---------------------------
 FAN_IN_FOLDERS = PROJECTED  # every measured folder with a projection, projected again with the fitted e
-FAN_IN_FIT = "projection-fan-in-fit/summary.json"
 FAN_IN_OPTIONS = "projection-fan-in-options/summary.json"
-FAN_IN_RUNS = tuple(f"projection-fan-in/{projected_name(f)}/summary.json" for f in FAN_IN_FOLDERS)
-FAN_IN_SOURCES = PROJECTION_SOURCES + (FAN_IN_FIT,) + FAN_IN_RUNS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -828,6 +826,7 @@ class FanIn:
 BBR_FAN_IN = FanIn(FAN_IN_FOLDERS, "bbr", "projection-fan-in-fit", "projection-fan-in", "python scripts/fan_in.py fit")
 CUBIC_FAN_IN = FanIn(CUBIC_FOLDERS, "cubic", "projection-fan-in-fit-cubic", "projection-fan-in-cubic",
                      "python scripts/fan_in.py fit --cc cubic")
+FAN_IN_FIT, FAN_IN_RUNS, FAN_IN_SOURCES = BBR_FAN_IN.fit_rel, BBR_FAN_IN.run_rels, BBR_FAN_IN.sources
 CUBIC_FAN_IN_SOURCES = CUBIC_FAN_IN.sources
 
 
@@ -836,19 +835,19 @@ def fan_in_split(rows) -> tuple[list, list]:
     return [r for r in rows if r["fit"]], [r for r in rows if not r["fit"]]
 
 
-def _fan_in_rows(data: dict, v: FanIn = BBR_FAN_IN) -> tuple[dict, float, list[dict]]:
-    """(the fit's record, L, every faithful run of v's folders: its projection without fan-in
-    and L, `_validation`'s row, and with the fitted e, v.runs/, plus L x rounds)."""
-    fit = data[v.fit_rel]
-    rows = _validation(data, v.folders, v.cc)
+def _fan_in_rows(data: dict, fan: FanIn = BBR_FAN_IN) -> tuple[dict, float, list[dict]]:
+    """(the fit's record, L, every faithful run of fan's folders: its projection without fan-in
+    and L, `_validation`'s row, and with the fitted e, fan.runs/, plus L x rounds)."""
+    fit = data[fan.fit_rel]
+    rows = _validation(data, fan.folders, fan.cc)
     lat, _, _ = _fitted(rows)
     if abs(fit["round_latency_seconds"] - lat) > 1e-9:
-        raise ValueError(f"{v.fit_rel} was fitted with L = {fit['round_latency_seconds']} s, the latency fit now "
-                         f"gives {lat} s: rerun `{v.command}` and the fan-in projections")
+        raise ValueError(f"{fan.fit_rel} was fitted with L = {fit['round_latency_seconds']} s, the latency fit now "
+                         f"gives {lat} s: rerun `{fan.command}` and the fan-in projections")
     e, own = fit["fan_in_efficiency"], fit.get("fan_in_by_algorithm") or {}
     base = {(r["experiment"], r["topology"], r["algo_spec"], r["model"]): r for r in rows}
     out = []
-    for folder, rel in zip(v.folders, v.run_rels):
+    for folder, rel in zip(fan.folders, fan.run_rels):
         proj = data[rel]
         sims = {(r["topology"], r["algo_spec"], r["model"]): r for r in proj.get("runs", [])}
         for v in proj.get("validation") or []:
@@ -1133,10 +1132,10 @@ def projection_cubic_fan_in(data: dict) -> list[str]:
     return projection_fan_in(data, CUBIC_FAN_IN)
 
 
-def projection_fan_in(data: dict, v: FanIn = BBR_FAN_IN) -> list[str]:
+def projection_fan_in(data: dict, fan: FanIn = BBR_FAN_IN) -> list[str]:
     """Per algorithm, each half: simulated / measured without fan-in and L, and with the fan-in
     efficiency and the round latency both fitted on the fit half."""
-    fit, lat, rows = _fan_in_rows(data, v)
+    fit, lat, rows = _fan_in_rows(data, fan)
     e = fit["fan_in_efficiency"]
     fit_runs = fit["runs"]
     lines = [f"Fit: **e = {e:.3f}** (a link into a NIC crossed by n flows delivers e + (1 - e)/n of its capacity), "
@@ -1160,7 +1159,7 @@ def projection_fan_in(data: dict, v: FanIn = BBR_FAN_IN) -> list[str]:
 
     args = fanin.arguments(e, fit.get("fan_in_by_algorithm") or {})
     lines += ["", f"Every run below is projected again with {' '.join(f'`--fan-in {a}`' for a in args)} "
-                  f"(`docs/results/{v.runs}/`) and L x rounds added (layer-wise plans: their own start-ups "
+                  f"(`docs/results/{fan.runs}/`) and L x rounds added (layer-wise plans: their own start-ups "
                   f"instead); faithful runs only.", ""]
     groups: dict = {}
     for r in rows:
