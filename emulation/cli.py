@@ -668,9 +668,11 @@ def add_project(sub) -> None:
     ap.add_argument("--model", help="a model of the registry (per-layer sizes and backward times), e.g. resnet50")
     ap.add_argument("--alpha", type=float, help="all-reduce start-up a, seconds (layer-wise planners; with --beta)")
     ap.add_argument("--beta", type=float, help="all-reduce seconds per byte b (layer-wise planners; with --alpha)")
-    ap.add_argument("--round-latency", type=float, default=Sweep.round_latency,
+    ap.add_argument("--round-latency", action="append", metavar="[ALGO=]S",
                     help="seconds per message round (a ring's 2(N-1) rounds, PS's 1 per phase); default 0: "
-                         "bandwidth only. The MG-WFBP authors' 16-worker 10GbE a = 0.908 ms is 30 us per round")
+                         "bandwidth only. S: every algorithm's; ALGO=S (repeatable): that algorithm's own "
+                         "(docs/PROJECTION.md fits one for BML's stages). The MG-WFBP authors' 16-worker 10GbE "
+                         "a = 0.908 ms is 30 us per round")
     ap.add_argument("--fan-in", action="append", metavar="[ALGO=]E",
                     help="fan-in efficiency: a link into a NIC crossed by n flows delivers E + (1 - E)/n of its "
                          "capacity (SimGrid's NONLINEAR sharing, emulation/simulator/fanin.py); default 1: plain "

@@ -43,35 +43,13 @@ def efficiency(n: int, e: float, shape: float = 1.0) -> float:
 
 def parse(values, algorithms) -> tuple[float, dict]:
     """(e for every algorithm, {algorithm: its own e}) from `--fan-in` values: a number E (every
-    algorithm's; at most one, default 1) or ALGO=E (that algorithm's, repeatable). `values` may be
-    a number or a list of strings; `algorithms`: the valid names (the registry's). ValueError in
-    one line naming what is wrong and what is valid. Why per algorithm: what n flows into a NIC
-    lose depends on how an executor sends them (docs/PROJECTION.md, "Fan-in")."""
-    if values is None:
-        values = []
-    elif isinstance(values, (int, float)):
-        values = [values]
-    default, per = None, {}
-    for v in values:
-        name, _, num = str(v).rpartition("=")
-        try:
-            e = float(num)
-        except ValueError:
-            raise ValueError(f"--fan-in {v!r}: give E or ALGO=E with E a number in (0, 1]") from None
-        if not 0 < e <= 1:
-            raise ValueError(f"--fan-in {v!r}: E must be in (0, 1] (1: no fan-in loss)")
-        if not name:
-            if default is not None:
-                raise ValueError(f"--fan-in {v!r}: one E for every algorithm at most (got {default} already); "
-                                 "give the others as ALGO=E")
-            default = e
-        elif name not in algorithms:
-            raise ValueError(f"--fan-in {v!r}: no algorithm {name!r}; valid: {', '.join(sorted(algorithms))}")
-        elif name in per:
-            raise ValueError(f"--fan-in {v!r}: {name} given twice")
-        else:
-            per[name] = e
-    return (1.0 if default is None else default), per
+    algorithm's; at most one, default 1) or ALGO=E (that algorithm's, repeatable), as
+    `base.per_algorithm` reads them. Why per algorithm: what n flows into a NIC lose depends on
+    how an executor sends them (docs/PROJECTION.md, "Fan-in")."""
+    from workloads.algorithms import base
+
+    return base.per_algorithm(values, algorithms, "--fan-in", "a number in (0, 1] (1: no fan-in loss)",
+                              lambda e: 0 < e <= 1, 1.0)
 
 
 def arguments(e: float, own: dict) -> list[str]:

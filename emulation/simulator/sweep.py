@@ -38,7 +38,9 @@ class Sweep:
     model: str | None = None  # a model of the registry (per-layer sizes and backward times)
     alpha: float | None = None  # all-reduce start-up a, seconds (layer-wise planners; with beta)
     beta: float | None = None  # all-reduce seconds per byte b
-    round_latency: float = 0.0  # seconds per message round (core.simulated_form)
+    # seconds per message round (core.simulated_form): a number for every algorithm, or a list of
+    # `--round-latency` values, S and/or ALGO=S (an executor's own start-up per round, base.per_algorithm)
+    round_latency: float | list = 0.0
     # efficiency of n flows into one NIC (emulation/simulator/fanin.py; 1: off): a number for every
     # algorithm, or a list of `--fan-in` values, E and/or ALGO=E (an algorithm's own, fanin.parse)
     fan_in: float | list = 1.0
@@ -68,12 +70,11 @@ def requests(s: Sweep, measured: dict) -> list[tuple[Request, object]]:
     plans them, and as its measured run was once measured: `as_measured`)."""
     from topologies import spec
 
-    if not s.round_latency >= 0:
-        raise ValueError(f"--round-latency {s.round_latency} must be a number of seconds >= 0")
+    lat, lat_of = round_latencies(s.round_latency)
     fan_in, fan_in_of = fanin.parse(s.fan_in, base.registry())
     given = given_costs(s.compute)
     limits = dict(mode=s.mode, max_memory=s.max_memory_gb * 2**30 if s.max_memory_gb else None,
-                  max_seconds=s.max_minutes * 60, round_latency=s.round_latency, reduce=s.reduce, fan_in=fan_in,
+                  max_seconds=s.max_minutes * 60, round_latency=lat, reduce=s.reduce, fan_in=fan_in,
                   compute=tuple(sorted(given.items())), compute_source="given (--compute)" if given else "")
     if s.experiment:
         from emulation import config
@@ -83,7 +84,8 @@ def requests(s: Sweep, measured: dict) -> list[tuple[Request, object]]:
         out = []
         for run in runs:
             m = measured.get((run.topology.name, run.spec or run.algorithm, run.model.spec))
-            extra = dict(limits, fan_in=fan_in_of.get(run.algorithm, fan_in))
+            extra = dict(limits, fan_in=fan_in_of.get(run.algorithm, fan_in),
+                         round_latency=lat_of.get(run.algorithm, lat))
             if m is not None:
                 as_measured(run, m, cfg)
                 extra.update(replayed(base.get(run.algorithm), m, s.measured, given))
@@ -105,9 +107,18 @@ def requests(s: Sweep, measured: dict) -> list[tuple[Request, object]]:
         spec.parse(topo)
         for n, o in base.parse_algos(s.algo):
             reqs.append((Request(topo, base.spec_of(n, o), s.workers, s.servers, s.mb, s.bw, s.ecmp, s.placement,
-                                 model=s.model, link=link, **(limits | {"fan_in": fan_in_of.get(n, fan_in)})),
+                                 model=s.model, link=link,
+                                 **(limits | {"fan_in": fan_in_of.get(n, fan_in), "round_latency": lat_of.get(n, lat)})),
                          None))
     return reqs
+
+
+def round_latencies(values) -> tuple[float, dict]:
+    """(L for every algorithm, {algorithm: its own L}) from `--round-latency` values: S (seconds per
+    message round, every algorithm's, default 0) and ALGO=S (an executor whose rounds start up
+    slower than a ring's: BML's stages, docs/PROJECTION.md "Fan-in")."""
+    return base.per_algorithm(values, base.registry(), "--round-latency", "a number of seconds >= 0",
+                              lambda x: 0 <= x < float("inf"), 0.0)
 
 
 def given_costs(texts) -> dict:

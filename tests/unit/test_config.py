@@ -324,7 +324,7 @@ def test_forest_is_planned_again_with_the_measured_background():
     assert "planned_seconds_configured" in forest.plan
 
 
-@pytest.mark.parametrize("path", sorted(str(p) for pattern in ("gtopk_scaling_*.yaml", "mgwfbp_*.yaml")
+@pytest.mark.parametrize("path", sorted(str(p) for pattern in ("gtopk_scaling_*.yaml", "mgwfbp_*.yaml", "bml_stages_*.yaml")
                                         for p in (Path(__file__).resolve().parents[2] / "experiments").glob(pattern)))
 def test_paper_experiment_files_plan_as_they_are(path):
     """The papers' experiment files load and plan (the forest and BML ones take seconds each to

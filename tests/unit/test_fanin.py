@@ -63,9 +63,9 @@ def test_fan_in_values_give_every_algorithms_e_and_each_executors_own():
 
 
 @pytest.mark.parametrize("values, match", [
-    (["0.7", "0.8"], "one E for every algorithm"), (["forest=0.9", "forest=0.8"], "forest given twice"),
+    (["0.7", "0.8"], "one value for every algorithm"), (["forest=0.9", "forest=0.8"], "forest given twice"),
     (["tree=0.9"], "no algorithm 'tree'; valid: bml, forest, ps, ring"), (["forest=1.2"], r"in \(0, 1\]"),
-    (["0"], r"in \(0, 1\]"), (["forest=fast"], "give E or ALGO=E")])
+    (["0"], r"in \(0, 1\]"), (["forest=fast"], "give V or ALGO=V")])
 def test_bad_fan_in_values_are_refused_in_one_line(values, match):
     with pytest.raises(ValueError, match=match):
         fanin.parse(values, ("ps", "bml", "forest", "ring"))
@@ -79,6 +79,21 @@ def test_each_projected_algorithm_gets_its_own_fan_in_or_every_algorithms():
     assert got == {"ps": 0.6, "forest": 0.9, "ring": 0.6}
     with pytest.raises(ValueError, match="no algorithm 'tre'"):
         sweep.requests(sweep.Sweep(topo=["fattree,k=4"], algo=["ps"], fan_in=["tre=0.5"]), {})
+
+
+def test_each_projected_algorithm_gets_its_own_round_latency_or_every_algorithms():
+    from emulation.simulator import sweep
+
+    s = sweep.Sweep(topo=["bcube,n=3,k=1"], algo=["bml", "ring"], round_latency=["0.004", "bml=0.04"])
+    got = {req.algo: req.round_latency for req, _ in sweep.requests(s, {})}
+    assert got == {"bml": 0.04, "ring": 0.004}
+    s = sweep.Sweep(topo=["bcube,n=3,k=1"], algo=["bml", "ring"], round_latency=0.002)  # a script's number
+    assert {req.round_latency for req, _ in sweep.requests(s, {})} == {0.002}
+    assert sweep.round_latencies(None) == (0.0, {})  # the CLI's default: bandwidth only
+    for bad, match in ((["-1"], "must be a number of seconds >= 0"), (["bml=1", "bml=2"], "bml given twice"),
+                       (["ml=0.1"], "no algorithm 'ml'; valid: .*bml"), (["0.1", "0.2"], "one value for every")):
+        with pytest.raises(ValueError, match=match):
+            sweep.round_latencies(bad)
 
 
 def test_fan_in_counts_flows_per_link():
@@ -208,3 +223,35 @@ def test_the_fan_in_table_reports_each_run_on_its_folders_side_and_refuses_anoth
             algo, fit["fan_in_efficiency"]) * 0.9
         with pytest.raises(ValueError, match="not the fitted e"):
             pt._fan_in_rows(other)
+
+
+def test_an_executors_own_round_latency_recovers_a_known_one_from_its_fit_half_only():
+    from emulation.report.doctables import projection as pt
+
+    MB = 2**20
+
+    def row(meas, sim, fit, algo="bml", size=4 * MB, rounds=4, superseded=None):
+        return {"algorithm": algo, "measured_seconds": meas, "fan_in_sim": sim, "rounds": rounds, "fit": fit,
+                "gradient_bytes": size, "superseded": superseded, "experiment": f"x{meas}"}
+
+    rows = [row(1.0 + 0.04 * 4, 1.0, True), row(2.0 + 0.04 * 4, 2.0, True),
+            row(9.0, 1.0, False),  # held out: never fitted on
+            row(5.0, 1.0, True, size=MB // 4),  # under 2 MiB: latency-bound, not fitted on
+            row(7.0, 1.0, True, superseded="sends first"), row(3.0, 1.0, True, algo="ps", rounds=2)]
+    own = pt.own_latency(rows, 0.004)
+    assert set(own) == set(pt.OWN_LATENCY) == {"bml"}
+    assert own["bml"]["seconds"] == pytest.approx(0.04) and own["bml"]["runs"] == 2
+    assert pt.round_latency_of(rows[0], 0.004, own) == pytest.approx(0.04)
+    assert pt.round_latency_of(rows[3], 0.004, own) == 0.004  # below 2 MiB: the ring's L
+    assert pt.round_latency_of(rows[-1], 0.004, own) == 0.004  # PS has none of its own
+    assert pt.own_latency([r for r in rows if not r["fit"]], 0.004)["bml"]["seconds"] == 0.004  # none to fit: L
+
+
+def test_the_fan_in_table_charges_bmls_own_latency_on_its_large_runs_only():
+    pt, data = _fan_in_data()
+    fit, lat, rows = pt._fan_in_rows(data)
+    own = fit["round_latency_by_algorithm"]["bml"]["seconds"]
+    assert own > lat  # BML's stages start up slower than a ring's round
+    for r in rows:
+        want = own if r["algorithm"] == "bml" and r["gradient_bytes"] >= pt.LATENCY_MIN_BYTES else lat
+        assert r["fan_in_seconds"] == pytest.approx(r["fan_in_sim"] + want * (r["rounds"] or 0))

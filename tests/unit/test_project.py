@@ -313,7 +313,7 @@ def test_unsimulable_and_too_large_are_refused_in_one_line():
     (["--topo", "fattree,k=4", "--algo", "ring", "--measured", "docs/results/default"], "drop --topo and --algo"),
     (["--measured", "docs"], "no config.yaml there"),
     (["--algo", "ring"], "give an experiment file, --measured with a results folder, or --topo and --algo"),
-    (["--topo", "fattree,k=4", "--algo", "ring", "--round-latency", "-1"], "--round-latency -1.0 must be"),
+    (["--topo", "fattree,k=4", "--algo", "ring", "--round-latency", "-1"], "--round-latency '-1': the value must be a number of seconds >= 0"),
     (["experiments/nope.yaml"], "does not exist"),
     (["--topo", "fattree,k=4", "--algo", "ring", "--max-memory-gb", "0.001"], "GiB available"),
     (["--topo", "fattree,k=4", "--algo", "bml"], "bml runs on bcube only"),

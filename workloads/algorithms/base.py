@@ -601,6 +601,40 @@ def spec_of(name: str, options: dict | None = None) -> str:
     return ",".join([name] + [f"{k}={fmt(v)}" for k, v in sorted((options or {}).items())])
 
 
+def per_algorithm(values, algorithms, option: str, valid: str, check, default: float) -> tuple[float, dict]:
+    """(the value for every algorithm, {algorithm: its own}) from an option's values (the
+    projection's `--fan-in`, `--round-latency`): a number V (every algorithm's; at most one, else
+    `default`) or ALGO=V (that algorithm's, repeatable). `values` may be a number or a list of
+    strings; `algorithms`: the valid names; `valid` says what V may be ("a number in (0, 1]");
+    `check(v)` is False for a V outside it. ValueError in one line naming what is wrong and what
+    is valid, before anything runs."""
+    if values is None:
+        values = []
+    elif isinstance(values, (int, float)):
+        values = [values]
+    every, own = None, {}
+    for v in values:
+        name, _, num = str(v).rpartition("=")
+        try:
+            x = float(num)
+        except ValueError:
+            raise ValueError(f"{option} {v!r}: give V or ALGO=V with V {valid}") from None
+        if not check(x):
+            raise ValueError(f"{option} {v!r}: the value must be {valid}")
+        if not name:
+            if every is not None:
+                raise ValueError(f"{option} {v!r}: one value for every algorithm at most (got {every:g} already); "
+                                 "give the others as ALGO=V")
+            every = x
+        elif name not in algorithms:
+            raise ValueError(f"{option} {v!r}: no algorithm {name!r}; valid: {', '.join(sorted(algorithms))}")
+        elif name in own:
+            raise ValueError(f"{option} {v!r}: {name} given twice")
+        else:
+            own[name] = x
+    return (default if every is None else every), own
+
+
 def split(total: int, parts: int) -> list[tuple[int, int]]:
     """[start, end) of `parts` near-equal contiguous chunks of `total` (first ones larger)."""
     base, extra = divmod(total, parts)

@@ -835,9 +835,40 @@ def fan_in_split(rows) -> tuple[list, list]:
     return [r for r in rows if r["fit"]], [r for r in rows if not r["fit"]]
 
 
+# Executors whose rounds start up slower than a ring's: their own L, fitted after e on their own
+# fit-half runs (`own_latency`). BML: what its runs lack after e is about the same number of
+# seconds per sync whatever the gradient (2 to 4 MiB) and whatever n (BCube(3,2) and (4,2)),
+# where an e of its own, a share of the bytes, overshot (docs/PROJECTION.md, "Fan-in").
+OWN_LATENCY = ("bml",)
+
+
+def own_latency(rows, lat: float) -> dict:
+    """{algorithm of OWN_LATENCY: its own L}, each fitted as L is (`fit_round_latency`, the same
+    relative least squares) on its faithful fit-half runs of 2 MiB or more of today's executor,
+    simulated at the fitted e (`fan_in_sim`), after e as e is after L. An algorithm without such a
+    run keeps `lat`. For gradients of 2 MiB or more only, as L is fitted there: below, a BML
+    stage is latency-bound and its rounds cost what a ring's do (the one LeNet-5 run)."""
+    out = {}
+    for algo in OWN_LATENCY:
+        mine = [r for r in rows if r["algorithm"] == algo and r["fit"] and not r["superseded"] and r["rounds"]
+                and r["gradient_bytes"] >= LATENCY_MIN_BYTES]
+        pts = [(r["measured_seconds"], r["fan_in_sim"], r["rounds"]) for r in mine]
+        out[algo] = {"seconds": fit_round_latency(pts) if pts else lat, "runs": len(pts),
+                     "experiments": sorted({r["experiment"] for r in mine})}
+    return out
+
+
+def round_latency_of(r: dict, lat: float, own: dict) -> float:
+    """The L a row's rounds are charged: its executor's own (`own_latency`) at 2 MiB or more, else L."""
+    if r["algorithm"] in own and r["gradient_bytes"] >= LATENCY_MIN_BYTES:
+        return own[r["algorithm"]]["seconds"]
+    return lat
+
+
 def _fan_in_rows(data: dict, fan: FanIn = BBR_FAN_IN) -> tuple[dict, float, list[dict]]:
-    """(the fit's record, L, every faithful run of fan's folders: its projection without fan-in
-    and L, `_validation`'s row, and with the fitted e, fan.runs/, plus L x rounds)."""
+    """(the fit's record, with the own L of OWN_LATENCY's executors under "round_latency_by_algorithm",
+    L, every faithful run of fan's folders: its projection without fan-in and L, `_validation`'s
+    row, and with the fitted e, fan.runs/, plus L x rounds, its executor's own L where it has one)."""
     fit = data[fan.fit_rel]
     rows = _validation(data, fan.folders, fan.cc)
     lat, _, _ = _fitted(rows)
@@ -864,11 +895,14 @@ def _fan_in_rows(data: dict, fan: FanIn = BBR_FAN_IN) -> tuple[dict, float, list
                                  f"{v['algo_spec']}, not the fitted e = {want:.4f} and L = 0: rerun it")
             if v["faithful"] is not True:
                 continue
-            # layer-wise plans (no rounds) pay their own measured start-ups, as in projection-validation
-            with_e = v["simulated_seconds"] + lat * (b["rounds"] or 0)
-            out.append({**b, "fan_in_seconds": with_e, "fan_in_ratio": common.ratio(with_e, b["measured_seconds"]),
-                        "fan_in_e": want})
-    return fit, lat, out
+            out.append({**b, "fan_in_sim": v["simulated_seconds"], "fan_in_e": want})
+    own = own_latency(out, lat)
+    for r in out:
+        # layer-wise plans (no rounds) pay their own measured start-ups, as in projection-validation
+        r["fan_in_l"] = round_latency_of(r, lat, own)
+        r["fan_in_seconds"] = r["fan_in_sim"] + r["fan_in_l"] * (r["rounds"] or 0)
+        r["fan_in_ratio"] = common.ratio(r["fan_in_seconds"], r["measured_seconds"])
+    return {**fit, "round_latency_by_algorithm": own}, lat, out
 
 
 FAN_IN_EGRESS = "projection-fan-in-egress/summary.json"
@@ -901,11 +935,14 @@ def projection_tcp_cc(data: dict) -> list[str]:
             "median sync (layer-wise plans: their exposed tail after backprop, which is not what they are "
             "projected on; their iterations are in the fan-in tables).", ""]
     for cc, (v, rows) in sets.items():
-        fit = data[v.fit_rel]
+        fit, lat, _ = _fan_in_rows(data, v)
         own = ", ".join(f"{name} {x['fan_in_efficiency']:.3f}{'' if x['fitted'] else ' (none to fit: the PS and BML e)'}"
                         for name, x in (fit.get("executors") or {}).items())
-        lines.append(f"- {cc.upper()} ({len(v.folders)} folders): L = {_fitted(rows)[0] * 1e3:.2f} ms per round, "
-                     f"fan-in e = {fit['fan_in_efficiency']:.3f} (PS and BML){'; ' + own if own else ''}.")
+        stages = "".join(f"; {a.upper()}'s own L = {x['seconds'] * 1e3:.1f} ms per round ({x['runs']} fit-half "
+                         f"run{'' if x['runs'] == 1 else 's'})"
+                         for a, x in fit["round_latency_by_algorithm"].items())
+        lines.append(f"- {cc.upper()} ({len(v.folders)} folders): L = {lat * 1e3:.2f} ms per round, "
+                     f"fan-in e = {fit['fan_in_efficiency']:.3f} (PS and BML){'; ' + own if own else ''}{stages}.")
     return lines
 
 
@@ -1150,17 +1187,26 @@ def projection_fan_in(data: dict, fan: FanIn = BBR_FAN_IN) -> list[str]:
         algos = ", ".join(x["algorithms"])
         if x["fitted"]:
             lines.append(f"- {name} ({algos}): **e = {x['fan_in_efficiency']:.3f}**, fitted the same way on its own "
-                         f"{len(x['runs'])} faithful fit-half runs of 2 MiB or more "
+                         f"{len(x['runs'])} faithful fit-half run{'' if len(x['runs']) == 1 else 's'} of 2 MiB or more "
                          f"({', '.join(sorted({r['experiment'] for r in x['runs']}))}; "
                          f"{len(x['evaluations'])} evaluations).")
         else:
             lines.append(f"- {name} ({algos}): no faithful fit-half run of 2 MiB or more: the e above.")
+    own = fit["round_latency_by_algorithm"]
+    for algo, x in own.items():
+        lines.append(f"- {algo.upper()}'s rounds (its stages): **L = {x['seconds'] * 1e3:.1f} ms per round**, fitted "
+                     f"after e as L is, on its own {x['runs']} faithful fit-half run{'' if x['runs'] == 1 else 's'} "
+                     f"of 2 MiB or more "
+                     f"({', '.join(x['experiments']) or 'none: the L above'}), and charged at 2 MiB or more "
+                     f"(below, the L above).")
     from emulation.simulator import fanin
 
     args = fanin.arguments(e, fit.get("fan_in_by_algorithm") or {})
+    lats = [f"{lat:.4f}", *(f"{a}={x['seconds']:.4f}" for a, x in sorted(own.items()))]
     lines += ["", f"Every run below is projected again with {' '.join(f'`--fan-in {a}`' for a in args)} "
-                  f"(`docs/results/{fan.runs}/`) and L x rounds added (layer-wise plans: their own start-ups "
-                  f"instead); faithful runs only.", ""]
+                  f"(`docs/results/{fan.runs}/`) and L x rounds added, what "
+                  f"{' '.join(f'`--round-latency {a}`' for a in lats)} charges (layer-wise plans: their own "
+                  f"start-ups instead); faithful runs only.", ""]
     groups: dict = {}
     for r in rows:
         size = ">= 2 MiB" if r["gradient_bytes"] >= LATENCY_MIN_BYTES else "< 2 MiB"
@@ -1174,11 +1220,12 @@ def projection_fan_in(data: dict, fan: FanIn = BBR_FAN_IN) -> list[str]:
             r1 = [r["fan_in_ratio"] for r in pts if r["fan_in_ratio"] is not None]
             it = [x for x in (r.get("iteration_sim_over_measured") for r in pts) if x is not None]
             cells.append([algo, size, half, str(len(pts)), ", ".join(sorted({r["experiment"] for r in pts})),
-                          span(r0), ", ".join(f"{x:.3f}" for x in sorted({r["fan_in_e"] for r in pts})), span(r1),
+                          span(r0), ", ".join(f"{x:.3f}" for x in sorted({r["fan_in_e"] for r in pts})),
+                          ", ".join(f"{x * 1e3:.1f}" for x in sorted({r["fan_in_l"] for r in pts})), span(r1),
                           pct(_mean_error(r1)), f"{_within(r1)} of {len(r1)}",
                           f"{span(it, '.3f')} ({_within(it)} of {len(it)})" if it else NA])
     lines += table(["algorithm", "gradients", "half", "faithful runs", "experiments", "sim/meas, e = 1, L = 0", "e",
-                    f"sim/meas, that e, L = {lat * 1e3:.2f} ms", "mean abs(sim/meas - 1)",
+                    "L (ms)", "sim/meas, that e and L", "mean abs(sim/meas - 1)",
                     f"within {TOLERANCE:.0%}", f"layer-wise: iteration sim/meas (within {TOLERANCE:.0%})"], cells)
     outside = [f"{r['experiment']} {r['topology']} {r['algo_spec']}{' (superseded)' if r['superseded'] else ''} "
                f"{r['model']} ({r['fan_in_ratio']:.2f})"
