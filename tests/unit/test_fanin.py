@@ -230,19 +230,21 @@ def test_an_executors_own_round_latency_recovers_a_known_one_from_its_fit_half_o
 
     MB = 2**20
 
-    def row(meas, sim, fit, algo="bml", size=4 * MB, rounds=4, superseded=None):
+    def row(meas, sim, fit, algo="bml", size=4 * MB, rounds=4, superseded=None, topology="bcube(3,2)"):
         return {"algorithm": algo, "measured_seconds": meas, "fan_in_sim": sim, "rounds": rounds, "fit": fit,
-                "gradient_bytes": size, "superseded": superseded, "experiment": f"x{meas}"}
+                "gradient_bytes": size, "superseded": superseded, "experiment": f"x{meas}", "topology": topology}
 
-    rows = [row(1.0 + 0.04 * 4, 1.0, True), row(2.0 + 0.04 * 4, 2.0, True),
+    rows = [row(1.0 + 0.04 * 4, 1.0, True), row(2.0 + 0.04 * 4, 2.0, True, topology="bcube(4,1)"),
             row(9.0, 1.0, False),  # held out: never fitted on
             row(5.0, 1.0, True, size=MB // 4),  # under 2 MiB: latency-bound, not fitted on
+            row(6.0, 1.0, True, rounds=6, topology="bcube(2,3)"),  # one flow into each NIC: a ring's rounds
             row(7.0, 1.0, True, superseded="sends first"), row(3.0, 1.0, True, algo="ps", rounds=2)]
     own = pt.own_latency(rows, 0.004)
     assert set(own) == set(pt.OWN_LATENCY) == {"bml"}
     assert own["bml"]["seconds"] == pytest.approx(0.04) and own["bml"]["runs"] == 2
     assert pt.round_latency_of(rows[0], 0.004, own) == pytest.approx(0.04)
     assert pt.round_latency_of(rows[3], 0.004, own) == 0.004  # below 2 MiB: the ring's L
+    assert pt.round_latency_of(rows[4], 0.004, own) == 0.004  # BCube(2,k): the ring's L
     assert pt.round_latency_of(rows[-1], 0.004, own) == 0.004  # PS has none of its own
     assert pt.own_latency([r for r in rows if not r["fit"]], 0.004)["bml"]["seconds"] == 0.004  # none to fit: L
 
@@ -253,5 +255,7 @@ def test_the_fan_in_table_charges_bmls_own_latency_on_its_large_runs_only():
     own = fit["round_latency_by_algorithm"]["bml"]["seconds"]
     assert own > lat  # BML's stages start up slower than a ring's round
     for r in rows:
-        want = own if r["algorithm"] == "bml" and r["gradient_bytes"] >= pt.LATENCY_MIN_BYTES else lat
+        want = own if pt.charged_own(r) else lat
+        assert pt.charged_own(r) == (r["algorithm"] == "bml" and r["gradient_bytes"] >= pt.LATENCY_MIN_BYTES
+                                     and not r["topology"].startswith("bcube(2,"))
         assert r["fan_in_seconds"] == pytest.approx(r["fan_in_sim"] + want * (r["rounds"] or 0))

@@ -89,7 +89,12 @@ PROJECTED = ("default", "bml-bcube32-vs-ps-fattree", "bml-bcube42-vs-ps-fattree"
 # (fit), the BCube(4,2) BML file a third time (held out), forest scenario 3 at half speed (fit)
 # and whole (held out), gTop-k on ResNet-50 at P = 8 (fit), MG-WFBP's 8-worker GoogLeNet file
 # (held out), the small-message file (fit), LeNet-5 training (held out) and the DFS file at 40
-# iterations (fit).
+# iterations (fit). 2026-12-02, another quiet hour: BML on BCube(2,3) and BCube(2,4) (held out;
+# experiments/bml_stages_*.yaml; BCube(2,4) again at 10 and at 5 Mbit/s, its BML runs at 20
+# not faithful),
+# the BCube(4,2) BML file a fourth time (fit) and the BCube(3,2) one a third (held out), forest
+# scenarios 1 (fit), 4 (held out) and 5's slow level (fit), gTop-k on VGG-16 at P = 8 (held out)
+# and MG-WFBP's 4-worker matrix (held out).
 CUBIC_FOLDERS = ("tcp-cc/hd-cubic", "tcp-cc/default-cubic", "tcp-cc/bml-bcube32-vs-ps-fattree-cubic",
                  "tcp-cc/bml-bcube32-vs-ps-fattree-cubic-r2", "tcp-cc/bml-bcube42-vs-ps-fattree-cubic",
                  "tcp-cc/bml-bcube42-vs-ps-fattree-cubic-r2",
@@ -97,7 +102,11 @@ CUBIC_FOLDERS = ("tcp-cc/hd-cubic", "tcp-cc/default-cubic", "tcp-cc/bml-bcube32-
                      "default-cubic-dec01", "hd-two-level-cubic", "bml-bcube42-vs-ps-fattree-cubic-r3",
                      "forest-s3-half-speed-cubic", "forest-s3-oversubscribed-cubic", "gtopk-resnet50-p8-cubic",
                      "mgwfbp-fattree8-googlenet-cubic", "small-messages-bcube32-cubic", "train-lenet5-digits-cubic",
-                     "dfs-resnet18-digits-iters40-cubic")))
+                     "dfs-resnet18-digits-iters40-cubic", "bml-stages-bcube23-cubic", "bml-stages-bcube24-cubic",
+                     "bml-bcube42-vs-ps-fattree-cubic-r4", "bml-stages-bcube24-bw10",
+                     "bml-bcube32-vs-ps-fattree-cubic-r3", "forest-s1-homogeneous-cubic", "forest-s4-background-cubic",
+                     "gtopk-vgg16-p8-cubic", "forest-s5-bcube-slow-level-cubic", "mgwfbp-fattree4-cubic",
+                     "bml-stages-bcube24-5mbit")))
 
 
 def host_tcp(run: dict) -> str:
@@ -837,21 +846,38 @@ def fan_in_split(rows) -> tuple[list, list]:
 
 # Executors whose rounds start up slower than a ring's: their own L, fitted after e on their own
 # fit-half runs (`own_latency`). BML: what its runs lack after e is about the same number of
-# seconds per sync whatever the gradient (2 to 4 MiB) and whatever n (BCube(3,2) and (4,2)),
-# where an e of its own, a share of the bytes, overshot (docs/PROJECTION.md, "Fan-in").
+# seconds per sync whatever the gradient (2 to 4 MiB) and whatever n >= 3 (BCube(3,2) and
+# (4,2)), where an e of its own, a share of the bytes, overshot; on BCube(2,3), one flow into
+# each NIC per stage, its stages cost about a ring's round (docs/PROJECTION.md, "Fan-in").
 OWN_LATENCY = ("bml",)
+
+
+def _bcube_n(topology: str) -> int | None:
+    """n of a row's "bcube(n,k)" topology (None for any other)."""
+    import re
+
+    m = re.fullmatch(r"bcube\((\d+),(\d+)\)", topology or "")
+    return int(m.group(1)) if m else None
+
+
+def charged_own(r: dict) -> bool:
+    """Whether a row's rounds take its executor's own L: an OWN_LATENCY algorithm, 2 MiB or more
+    (as L is fitted there: below, a BML stage is latency-bound and its rounds cost what a ring's
+    do, the one LeNet-5 run), and flows converging in its stages (BML: n - 1 >= 2 neighbours
+    send to each NIC at once, n >= 3; with n = 2 its stages cost a ring's round, BCube(2,3))."""
+    return (r["algorithm"] in OWN_LATENCY and r["gradient_bytes"] >= LATENCY_MIN_BYTES
+            and (_bcube_n(r["topology"]) or 0) >= 3)
 
 
 def own_latency(rows, lat: float) -> dict:
     """{algorithm of OWN_LATENCY: its own L}, each fitted as L is (`fit_round_latency`, the same
-    relative least squares) on its faithful fit-half runs of 2 MiB or more of today's executor,
-    simulated at the fitted e (`fan_in_sim`), after e as e is after L. An algorithm without such a
-    run keeps `lat`. For gradients of 2 MiB or more only, as L is fitted there: below, a BML
-    stage is latency-bound and its rounds cost what a ring's do (the one LeNet-5 run)."""
+    relative least squares) on its faithful fit-half runs of today's executor that take it
+    (`charged_own`), simulated at the fitted e (`fan_in_sim`), after e as e is after L. An
+    algorithm without such a run keeps `lat`."""
     out = {}
     for algo in OWN_LATENCY:
         mine = [r for r in rows if r["algorithm"] == algo and r["fit"] and not r["superseded"] and r["rounds"]
-                and r["gradient_bytes"] >= LATENCY_MIN_BYTES]
+                and charged_own(r)]
         pts = [(r["measured_seconds"], r["fan_in_sim"], r["rounds"]) for r in mine]
         out[algo] = {"seconds": fit_round_latency(pts) if pts else lat, "runs": len(pts),
                      "experiments": sorted({r["experiment"] for r in mine})}
@@ -859,10 +885,8 @@ def own_latency(rows, lat: float) -> dict:
 
 
 def round_latency_of(r: dict, lat: float, own: dict) -> float:
-    """The L a row's rounds are charged: its executor's own (`own_latency`) at 2 MiB or more, else L."""
-    if r["algorithm"] in own and r["gradient_bytes"] >= LATENCY_MIN_BYTES:
-        return own[r["algorithm"]]["seconds"]
-    return lat
+    """The L a row's rounds are charged: its executor's own (`own_latency`) where `charged_own`, else L."""
+    return own[r["algorithm"]]["seconds"] if r["algorithm"] in own and charged_own(r) else lat
 
 
 def _fan_in_rows(data: dict, fan: FanIn = BBR_FAN_IN) -> tuple[dict, float, list[dict]]:
@@ -1198,7 +1222,8 @@ def projection_fan_in(data: dict, fan: FanIn = BBR_FAN_IN) -> list[str]:
                      f"after e as L is, on its own {x['runs']} faithful fit-half run{'' if x['runs'] == 1 else 's'} "
                      f"of 2 MiB or more "
                      f"({', '.join(x['experiments']) or 'none: the L above'}), and charged at 2 MiB or more "
-                     f"(below, the L above).")
+                     f"where n >= 3 (n - 1 flows into each NIC per stage; below 2 MiB and on BCube(2,k), the L "
+                     f"above).")
     from emulation.simulator import fanin
 
     args = fanin.arguments(e, fit.get("fan_in_by_algorithm") or {})
@@ -1230,7 +1255,22 @@ def projection_fan_in(data: dict, fan: FanIn = BBR_FAN_IN) -> list[str]:
     outside = [f"{r['experiment']} {r['topology']} {r['algo_spec']}{' (superseded)' if r['superseded'] else ''} "
                f"{r['model']} ({r['fan_in_ratio']:.2f})"
                for r in rows if not r["fit"] and r["fan_in_ratio"] is not None and abs(r["fan_in_ratio"] - 1) > TOLERANCE]
-    return lines + ["", "Held out and outside 10% with the fitted e and L: " + ("; ".join(outside) or "none") + "."]
+    return lines + ["", "Held out and outside 10% with the fitted e and L: " + ("; ".join(outside) or "none") + ".",
+                    "", _stage_startups(rows)]
+
+
+def _stage_startups(rows) -> str:
+    """The start-up per stage each faithful BML run of 2 MiB or more implies at the fitted e,
+    (measured - simulated at e) / stages, by n (both halves): what BML's own L stands for."""
+    by: dict = {}
+    for r in rows:
+        if r["algorithm"] in OWN_LATENCY and r["gradient_bytes"] >= LATENCY_MIN_BYTES and r["rounds"]:
+            by.setdefault(_bcube_n(r["topology"]), []).append((r["measured_seconds"] - r["fan_in_sim"]) / r["rounds"])
+    parts = [f"n = {n} ({n - 1} flow{'' if n == 2 else 's'} into each NIC per stage): median "
+             f"{statistics.median(v) * 1e3:.1f} ms, {min(v) * 1e3:.1f}-{max(v) * 1e3:.1f} ms ({len(v)} "
+             f"run{'' if len(v) == 1 else 's'})" for n, v in sorted(by.items())]
+    return ("The start-up per stage each faithful BML run of 2 MiB or more implies at the fitted e, (measured - "
+            "simulated) / stages, by n (both halves): " + ("; ".join(parts) or "no run") + ".")
 
 
 def projection_fan_in_options(data: dict) -> list[str]:
