@@ -90,11 +90,10 @@ PROJECTED = ("default", "bml-bcube32-vs-ps-fattree", "bml-bcube42-vs-ps-fattree"
 # and whole (held out), gTop-k on ResNet-50 at P = 8 (fit), MG-WFBP's 8-worker GoogLeNet file
 # (held out), the small-message file (fit), LeNet-5 training (held out) and the DFS file at 40
 # iterations (fit). 2026-12-02, another quiet hour: BML on BCube(2,3) and BCube(2,4) (held out;
-# experiments/bml_stages_*.yaml; BCube(2,4) again at 10 and at 5 Mbit/s, its BML runs at 20
-# not faithful),
-# the BCube(4,2) BML file a fourth time (fit) and the BCube(3,2) one a third (held out), forest
-# scenarios 1 (fit), 4 (held out) and 5's slow level (fit), gTop-k on VGG-16 at P = 8 (held out)
-# and MG-WFBP's 4-worker matrix (held out).
+# experiments/bml_stages_*.yaml; BCube(2,4) again at 10 and at 5 Mbit/s, its BML runs at 20 and
+# 10 not faithful), the BCube(4,2) BML file a fourth time (fit) and the BCube(3,2) one a third
+# (held out), forest scenarios 1 (fit), 4 (held out) and 5's slow level (fit), gTop-k on VGG-16
+# at P = 8 (held out) and MG-WFBP's 4-worker matrix (held out).
 CUBIC_FOLDERS = ("tcp-cc/hd-cubic", "tcp-cc/default-cubic", "tcp-cc/bml-bcube32-vs-ps-fattree-cubic",
                  "tcp-cc/bml-bcube32-vs-ps-fattree-cubic-r2", "tcp-cc/bml-bcube42-vs-ps-fattree-cubic",
                  "tcp-cc/bml-bcube42-vs-ps-fattree-cubic-r2",
@@ -848,7 +847,7 @@ def fan_in_split(rows) -> tuple[list, list]:
 # fit-half runs (`own_latency`). BML: what its runs lack after e is about the same number of
 # seconds per sync whatever the gradient (2 to 4 MiB) and whatever n >= 3 (BCube(3,2) and
 # (4,2)), where an e of its own, a share of the bytes, overshot; on BCube(2,3), one flow into
-# each NIC per stage, its stages cost about a ring's round (docs/PROJECTION.md, "Fan-in").
+# each NIC per stage, its stages cost a fraction of that (docs/PROJECTION.md, "Fan-in").
 OWN_LATENCY = ("bml",)
 
 
@@ -864,7 +863,8 @@ def charged_own(r: dict) -> bool:
     """Whether a row's rounds take its executor's own L: an OWN_LATENCY algorithm, 2 MiB or more
     (as L is fitted there: below, a BML stage is latency-bound and its rounds cost what a ring's
     do, the one LeNet-5 run), and flows converging in its stages (BML: n - 1 >= 2 neighbours
-    send to each NIC at once, n >= 3; with n = 2 its stages cost a ring's round, BCube(2,3))."""
+    send to each NIC at once, n >= 3; with n = 2 its stages cost a fraction of that, BCube(2,3)).
+    Read off the topology's name because BML runs on BCube only."""
     return (r["algorithm"] in OWN_LATENCY and r["gradient_bytes"] >= LATENCY_MIN_BYTES
             and (_bcube_n(r["topology"]) or 0) >= 3)
 
@@ -1230,8 +1230,8 @@ def projection_fan_in(data: dict, fan: FanIn = BBR_FAN_IN) -> list[str]:
     lats = [f"{lat:.4f}", *(f"{a}={x['seconds']:.4f}" for a, x in sorted(own.items()))]
     lines += ["", f"Every run below is projected again with {' '.join(f'`--fan-in {a}`' for a in args)} "
                   f"(`docs/results/{fan.runs}/`) and L x rounds added, what "
-                  f"{' '.join(f'`--round-latency {a}`' for a in lats)} charges (layer-wise plans: their own "
-                  f"start-ups instead); faithful runs only.", ""]
+                  f"{' '.join(f'`--round-latency {a}`' for a in lats)} charges (an own L only where the list "
+                  f"above says; layer-wise plans: their own start-ups instead); faithful runs only.", ""]
     groups: dict = {}
     for r in rows:
         size = ">= 2 MiB" if r["gradient_bytes"] >= LATENCY_MIN_BYTES else "< 2 MiB"
