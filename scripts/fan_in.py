@@ -45,6 +45,8 @@ OPTION_FOLDERS = tuple(f for f in FOLDERS if not f.startswith(("mgwfbp", "gtopk"
 # e (`fan_in_by_algorithm`; with no fit-half run, the PS and BML e stands for it): the forest (its
 # chunks go up as the parent's window of posted receives lets them) and the block-sparse
 # executors (dfs, omnireduce and topk_ps share `_blocksparse.exchange`, one e for the three).
+# FIT_ALGOS: what `egress` and `shape` profile (the BBR validation's e); `fit` takes its
+# validation's own (projection.FanIn.fit_algos: with CUBIC, BML alone, PS taking an incast start-up).
 FIT_ALGOS = ("ps", "bml")
 OWN_E = {"forest": ("forest",), "block-sparse": ("dfs", "omnireduce", "topk_ps")}
 
@@ -108,9 +110,8 @@ def _round_latency(v) -> float:
     return projection._fitted(projection._validation(data, v.folders, v.cc))[0]
 
 
-def _points(folders, algos=FIT_ALGOS) -> list:
-    """(folder, prepared projection, measured run, rounds) of every faithful run of `algos` (PS
-    and BML unless given) of 2 MiB or more in `folders` whose executor still runs (`superseded`):
+def _points(folders, algos) -> list:
+    """(folder, prepared projection, measured run, rounds) of every faithful run of `algos` of 2 MiB or more in `folders` whose executor still runs (`superseded`):
     the runs the fan-in model is fitted and checked on."""
     out = []
     for folder in folders:
@@ -143,13 +144,14 @@ def _fit_on(pts, lat: float, what: str) -> tuple[float, float, list]:
 
 
 def fit(lat: float, v) -> None:
-    """e on the fit half's PS and BML runs of validation `v` (projection.BBR_FAN_IN or
-    CUBIC_FAN_IN), then each OWN_E executor's e on its own fit-half runs; written to
-    docs/results/<v.fit>/."""
+    """e on the fit half's runs of `v.fit_algos` of validation `v` (projection.BBR_FAN_IN: PS and
+    BML; CUBIC_FAN_IN: BML), then each OWN_E executor's e on its own fit-half runs; `v.incast`'s
+    algorithms take e = 1 (an incast start-up per converging flow instead, which `syncbed docs`
+    fits in closed form: projection.incast_fit). Written to docs/results/<v.fit>/."""
     out = ROOT / "docs/results" / v.fit
     halves = [f for f in v.folders if in_fit_half(projected_name(f))]
-    pts = _points(halves)
-    e, cost, evaluations = _fit_on(pts, lat, "PS and BML")
+    pts = _points(halves, v.fit_algos)
+    e, cost, evaluations = _fit_on(pts, lat, " and ".join(a.upper() for a in v.fit_algos))
     executors, by_algo = {}, {}
     for name, algos in OWN_E.items():
         own = _points(halves, algos)
@@ -161,8 +163,9 @@ def fit(lat: float, v) -> None:
             rec.update(fan_in_efficiency=e, fitted=False)
         executors[name] = rec
         by_algo.update({a: rec["fan_in_efficiency"] for a in algos})
+    by_algo.update({a: 1.0 for a in v.incast})
     _write(out, {"experiment": "fan-in efficiency fitted on the fit half", "fan_in_efficiency": e, "cost": cost,
-                 "round_latency_seconds": lat, "fit_algorithms": list(FIT_ALGOS),
+                 "round_latency_seconds": lat, "fit_algorithms": list(v.fit_algos), "incast_algorithms": list(v.incast),
                  "min_gradient_bytes": LATENCY_MIN_BYTES,
                  "runs": [{**_key(f, p, m), "rounds": k} for f, p, m, k in pts], "evaluations": evaluations,
                  "executors": executors, "fan_in_by_algorithm": by_algo})
@@ -175,7 +178,7 @@ def egress(out: Path, lat: float) -> None:
     """The fan-in model with e on every switch egress link (`fanin.egress_links`) instead of links
     into NICs only: e refitted on the fit half the same way, then every faithful PS and BML run of
     2 MiB or more of both halves simulated both ways at their e, L x rounds added."""
-    pts = _points(FOLDERS)
+    pts = _points(FOLDERS, FIT_ALGOS)
     fit_pts = [x for x in pts if in_fit_half(projected_name(x[0]))]
     e_nic = json.loads((ROOT / "docs/results/projection-fan-in-fit/summary.json").read_text())["fan_in_efficiency"]
     nic = _simulate(e_nic, pts)
@@ -208,7 +211,7 @@ def shape(out: Path, lat: float) -> None:
     prefers, and whether the held-out half agrees, is the profile table (projection-fan-in-shape)."""
     import functools
 
-    pts = _points(FOLDERS)
+    pts = _points(FOLDERS, FIT_ALGOS)
     fit_pts = [x for x in pts if in_fit_half(projected_name(x[0]))]
     capacity = fanin.capacity
     profile = []

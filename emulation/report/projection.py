@@ -142,6 +142,10 @@ def render(summary: dict, plots: list[Path]) -> str:
         lat = sorted({r.get("round_latency_seconds") or 0.0 for r in runs})
         latency = ("no latency" if lat == [0.0] else
                    "a start-up of " + ", ".join(f"{x * 1e6:g} us" for x in lat) + " per message round")
+        inc = sorted({r.get("incast_seconds") or 0.0 for r in runs} - {0.0})
+        if inc:  # --incast: only where given, so earlier reports render as they did
+            latency += (", and " + ", ".join(f"{x * 1e6:g} us" for x in inc)
+                        + " per flow into a step's busiest NIC beyond the first (--incast)")
         lines += [f"Network model: {nm.get('name')}, bandwidth factor {nm.get('bandwidth_factor')} "
                   f"(TCP payload per frame at MTU {nm.get('mtu')}), {latency}; layer-wise algorithms pay "
                   "their plan's all-reduce start-up a per group and start each group when backprop has "

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from emulation.simulator import platform as simgrid_platform
+from emulation.simulator import fanin
 from emulation.simulator import orbits
 from emulation.simulator import symmetry
 from topologies.description import Topology
@@ -103,8 +104,6 @@ class NetworkModel:
         """link into a NIC -> SimGrid NONLINEAR callback (fanin.py), or None at fan_in 1."""
         if self.fan_in == 1.0:
             return None
-        from emulation.simulator import fanin
-
         cb = fanin.capacity(self.fan_in)
         return {link: cb for link in fanin.nic_links(platform.routes.values())}
 
@@ -149,6 +148,9 @@ class SimForm:
     per_sync: int = 0
     warmup: int = 0
     bytes_source: str = "plan"  # "plan" (its steps), "model" (modelled_steps), "logged" (logged_steps)
+    # per step, the flows into its busiest NIC beyond the first (fanin.extra_flows; what `incast`
+    # charges); [] where not counted (steps that overlap backprop keep their own start-ups)
+    extra_flows: list = field(default_factory=list)
 
     @property
     def syncs(self) -> int:
@@ -159,6 +161,12 @@ class SimForm:
         """Compute seconds one sync is charged (the same for every sync)."""
         n = self.per_sync or len(self.steps)
         return sum(self.before[:n]) + sum(self.after[:n])
+
+    @property
+    def extra_flows_per_sync(self) -> float | None:
+        """Flows into each step's busiest NIC beyond the first, summed over a sync (a mean over
+        replayed syncs); None where not counted."""
+        return sum(self.extra_flows) / self.syncs if self.extra_flows else None
 
     def timing(self) -> tuple:
         zeros = [0.0] * len(self.steps)
@@ -175,12 +183,15 @@ def _charged(n: int, syncs: int, before: float, after: float) -> tuple[list, lis
 
 
 def simulated_form(algo: base.Algorithm, plan: dict, round_latency: float = 0.0, costs: dict | None = None,
-                   logged: list | None = None, warmup: int = 0) -> SimForm:
+                   logged: list | None = None, warmup: int = 0, incast: float = 0.0) -> SimForm:
     """The plan's SimForm (pure); ValueError (one line) where there is none.
 
     `round_latency` (seconds): the start-up of one message round, charged `Algorithm.step_rounds`
     times before each step's flows (a ring's 2(N-1) rounds, PS's one per phase): the latency
-    term the zero-latency flow model lacks. A plan whose steps overlap backprop
+    term the zero-latency flow model lacks. `incast` (seconds): the start-up of each flow into a
+    step's busiest NIC beyond the first (`fanin.extra_flows`), charged with it: what N flows
+    converging on one NIC lose to their TCP stalls where that is a time per flow rather than a
+    share of the bytes (PS with CUBIC in the hosts: docs/PROJECTION.md, "Fan-in"). A plan whose steps overlap backprop
     (`Algorithm.timeline`) keeps its own start-ups instead (e.g. a measured all-reduce
     start-up a per group, which already prices its rounds).
 
@@ -194,6 +205,8 @@ def simulated_form(algo: base.Algorithm, plan: dict, round_latency: float = 0.0,
         raise ValueError(why)
     if not (round_latency >= 0 and round_latency < float("inf")):
         raise ValueError(f"round latency {round_latency!r} must be a number of seconds >= 0")
+    if not (incast >= 0 and incast < float("inf")):
+        raise ValueError(f"incast start-up {incast!r} must be a number of seconds >= 0")
     before, after = algo.compute_charges(plan, costs or {})
     if logged is not None:
         if not algo.data_dependent or algo.logged_steps is None:
@@ -208,8 +221,10 @@ def simulated_form(algo: base.Algorithm, plan: dict, round_latency: float = 0.0,
         if len(rounds) != n:
             raise ValueError(f"{algo.name}: {len(rounds)} round counts for {n} steps")
         b, a = _charged(n, len(per), before, after)
-        return SimForm([s for p in per for s in p], [0.0] * n * len(per), [round_latency * r for r in rounds] * len(per),
-                       before=b, after=a, per_sync=n, warmup=int(warmup), bytes_source="logged")
+        steps = [s for p in per for s in p]
+        extra = fanin.extra_flows(steps)
+        return SimForm(steps, [0.0] * n * len(per), _startups(rounds * len(per), extra, round_latency, incast),
+                       before=b, after=a, per_sync=n, warmup=int(warmup), bytes_source="logged", extra_flows=extra)
     modelled = algo.data_dependent
     steps = algo.modelled_steps(plan) if modelled else algo.simulated_steps(plan)
     source = "model" if modelled else "plan"
@@ -224,8 +239,14 @@ def simulated_form(algo: base.Algorithm, plan: dict, round_latency: float = 0.0,
     rounds = algo.step_rounds(plan)
     if len(rounds) != len(steps):
         raise ValueError(f"{algo.name}: {len(rounds)} round counts for {len(steps)} steps")
-    return SimForm(steps, [0.0] * len(steps), [round_latency * r for r in rounds], before=b, after=a,
-                   bytes_source=source)
+    extra = fanin.extra_flows(steps)
+    return SimForm(steps, [0.0] * len(steps), _startups(rounds, extra, round_latency, incast), before=b, after=a,
+                   bytes_source=source, extra_flows=extra)
+
+
+def _startups(rounds: list, extra: list, round_latency: float, incast: float) -> list:
+    """Each step's start-up: L x its message rounds, plus the incast start-up x its extra flows."""
+    return [round_latency * r + incast * x for r, x in zip(rounds, extra)]
 
 
 # Bytes per object, measured on this machine (peak RSS, see docs/PROJECTION.md): a host's
@@ -622,6 +643,7 @@ class Request:
     model: str | None = None  # a model spec (per-layer sizes and backward times); None: one layer of mb MiB
     link: dict | None = None  # {alpha, beta} of an all-reduce for the layer-wise planners; None: provisional
     round_latency: float = 0.0  # seconds per message round (simulated_form); 0: the bandwidth term alone
+    incast: float = 0.0  # seconds per flow into a step's busiest NIC beyond the first (simulated_form); 0: none
     fan_in: float = 1.0  # NetworkModel.fan_in: efficiency of n flows into one NIC (fanin.py); 1: off
     reduce: str = "auto"  # REDUCE_MODES: one SimGrid communication per class of interchangeable flows
     # ((Compute key, cost model), ...): the sync's compute (Algorithm.compute_charges); () none
@@ -720,7 +742,7 @@ def checked(req: Request, topo: Topology, hosts: list, algo: base.Algorithm, pla
     logged = None
     if req.logs is not None and algo.data_dependent:
         logged = logged_iterations(req.logs, int(req.syncs or 0))
-    form = simulated_form(algo, plan, req.round_latency, costs, logged, req.warmup)
+    form = simulated_form(algo, plan, req.round_latency, costs, logged, req.warmup, req.incast)
     steps = form.steps
     pairs = pairs_of(steps, hosts)
     hops = route_hops(topo)
@@ -1042,6 +1064,7 @@ def project(req: Request | Prepared, topo: Topology | None = None, inspect: bool
         "compute_source": p.req.compute_source or None,
         "simulated_seconds": t, "round_latency_seconds": p.req.round_latency,
         "rounds_per_sync": None if form.overlapped else sum(algo.step_rounds(p.plan)),
+        "incast_seconds": p.req.incast, "extra_flows_per_sync": None if form.overlapped else form.extra_flows_per_sync,
         "bound_seconds": bound, "bound_nonblocking_seconds": analysis.bound_seconds(fast, per_sync),
         "sync_over_bound": t / bound if bound else None,
         "payload_bytes_expected": per_sync, "payload_bytes_simulated": simulated_nics,
@@ -1122,8 +1145,10 @@ def _prepare_orbits(req: Request, topo: Topology, name: str, raw: dict, workers:
         raise ValueError(f"{algo.name}: {len(rounds)} round counts for {len(blocks)} steps")
     before, after = _charged(len(blocks), 1, *algo.compute_charges(plan, dict(req.compute)))
     # no flow listed: steps stays empty, the timing lists have one entry per step of blocks
-    sim_form = SimForm([], [0.0] * len(blocks), [req.round_latency * r for r in rounds], before=before, after=after,
-                       bytes_source="model" if algo.data_dependent else "plan")  # data-dependent: its modelled blocks
+    extra = fanin.extra_flows(blocks)
+    sim_form = SimForm([], [0.0] * len(blocks), _startups(rounds, extra, req.round_latency, req.incast), before=before,
+                       after=after, bytes_source="model" if algo.data_dependent else "plan",  # data-dependent: its modelled blocks
+                       extra_flows=extra)
     need = estimate_memory(topo, form.info["routes_walked"], 6, sum(form.info["classes_per_step"]))
     cpu = estimate_seconds(topo, form.info["routes_walked"], form.info["classes_per_step"],
                            ["apart"] * len(form.info["classes_per_step"]))
@@ -1178,6 +1203,7 @@ def _project_orbits(p: Prepared, t0: float, inspect: bool, log=None) -> dict:
         "compute_source": p.req.compute_source or None,
         "simulated_seconds": t, "round_latency_seconds": p.req.round_latency,
         "rounds_per_sync": sum(algo.step_rounds(p.plan)),
+        "incast_seconds": p.req.incast, "extra_flows_per_sync": p.form.extra_flows_per_sync,
         "bound_seconds": bound, "bound_nonblocking_seconds": analysis.bound_seconds(fast, per_sync),
         "sync_over_bound": t / bound if bound else None,
         "payload_bytes_expected": per_sync, "payload_bytes_simulated": simulated_nics,

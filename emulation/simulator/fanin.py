@@ -23,7 +23,13 @@ No built-in option expresses it (docs/PROJECTION.md, "Fan-in").
 
 e is fitted on the fit half of the measured folders (`fit`: least squares of simulated /
 measured - 1 over the faithful runs with fan-in, each simulated at the candidate e) and reported
-on the other half (emulation/report/doctables/projection.py)."""
+on the other half (emulation/report/doctables/projection.py).
+
+The incast start-up (`converging`, `extra_flows`; `core.simulated_form`'s `incast`, `syncbed
+project --incast`) is the other form of the same loss: a time per flow into a step's busiest
+NIC beyond the first, not a share of its bytes. With CUBIC in the hosts PS's runs lose about
+the same seconds at 2 and at 3.8 MiB, growing with the flows into a NIC, so the CUBIC
+validation gives PS that instead of e (docs/PROJECTION.md, "Fan-in")."""
 from __future__ import annotations
 
 
@@ -87,6 +93,32 @@ def fan_in(steps_links) -> int:
     from collections import Counter
 
     return max((max(Counter(s).values()) for s in steps_links if s), default=0)
+
+
+def converging(step) -> int:
+    """Most flows into one NIC in one step: `Flow`s or `FlowBlock`s (each dst of a block receives
+    from its srcs but itself), counted by destination rank and NIC, flows of 0 bytes left out.
+    1 where every NIC receives one flow at a time (a ring's round), P - 1 in a sharded PS phase
+    on one NIC per host; 0 for an empty step."""
+    from collections import Counter
+
+    into: Counter = Counter()
+    for f in step:
+        if f.bytes <= 0:
+            continue
+        if hasattr(f, "srcs"):
+            srcs = set(f.srcs)
+            for d in f.dsts:
+                into[(d, f.nic)] += len(f.srcs) - (d in srcs)
+        else:
+            into[(f.dst, f.nic)] += 1
+    return max(into.values(), default=0)
+
+
+def extra_flows(steps) -> list[int]:
+    """Per step, the flows into its busiest NIC beyond the first (`converging` - 1, at least 0):
+    what an incast start-up is charged for (`core.simulated_form`'s `incast`)."""
+    return [max(0, converging(s) - 1) for s in steps]
 
 
 def fit(evaluate, lo: float = 0.05, hi: float = 1.0, tol: float = 1e-3) -> tuple[float, float]:

@@ -41,6 +41,9 @@ class Sweep:
     # seconds per message round (core.simulated_form): a number for every algorithm, or a list of
     # `--round-latency` values, S and/or ALGO=S (an executor's own start-up per round, base.per_algorithm)
     round_latency: float | list = 0.0
+    # seconds per flow into a step's busiest NIC beyond the first (core.simulated_form's incast):
+    # a number for every algorithm, or a list of `--incast` values, S and/or ALGO=S
+    incast: float | list = 0.0
     # efficiency of n flows into one NIC (emulation/simulator/fanin.py; 1: off): a number for every
     # algorithm, or a list of `--fan-in` values, E and/or ALGO=E (an algorithm's own, fanin.parse)
     fan_in: float | list = 1.0
@@ -71,6 +74,7 @@ def requests(s: Sweep, measured: dict) -> list[tuple[Request, object]]:
     from topologies import spec
 
     lat, lat_of = round_latencies(s.round_latency)
+    inc, inc_of = incasts(s.incast)
     fan_in, fan_in_of = fanin.parse(s.fan_in, base.registry())
     given = given_costs(s.compute)
     limits = dict(mode=s.mode, max_memory=s.max_memory_gb * 2**30 if s.max_memory_gb else None,
@@ -85,7 +89,7 @@ def requests(s: Sweep, measured: dict) -> list[tuple[Request, object]]:
         for run in runs:
             m = measured.get((run.topology.name, run.spec or run.algorithm, run.model.spec))
             extra = dict(limits, fan_in=fan_in_of.get(run.algorithm, fan_in),
-                         round_latency=lat_of.get(run.algorithm, lat))
+                         round_latency=lat_of.get(run.algorithm, lat), incast=inc_of.get(run.algorithm, inc))
             if m is not None:
                 as_measured(run, m, cfg)
                 extra.update(replayed(base.get(run.algorithm), m, s.measured, given))
@@ -108,7 +112,8 @@ def requests(s: Sweep, measured: dict) -> list[tuple[Request, object]]:
         for n, o in base.parse_algos(s.algo):
             reqs.append((Request(topo, base.spec_of(n, o), s.workers, s.servers, s.mb, s.bw, s.ecmp, s.placement,
                                  model=s.model, link=link,
-                                 **(limits | {"fan_in": fan_in_of.get(n, fan_in), "round_latency": lat_of.get(n, lat)})),
+                                 **(limits | {"fan_in": fan_in_of.get(n, fan_in), "round_latency": lat_of.get(n, lat),
+                                              "incast": inc_of.get(n, inc)})),
                          None))
     return reqs
 
@@ -118,6 +123,14 @@ def round_latencies(values) -> tuple[float, dict]:
     message round, every algorithm's, default 0) and ALGO=S (an executor whose rounds start up
     slower than a ring's: BML's stages, docs/PROJECTION.md "Fan-in")."""
     return base.per_algorithm(values, base.registry(), "--round-latency", "a number of seconds >= 0",
+                              lambda x: 0 <= x < float("inf"), 0.0)
+
+
+def incasts(values) -> tuple[float, dict]:
+    """(incast start-up for every algorithm, {algorithm: its own}) from `--incast` values: S
+    (seconds per flow into a step's busiest NIC beyond the first, default 0) and ALGO=S (PS's,
+    fitted with CUBIC in the hosts: docs/PROJECTION.md "Fan-in")."""
+    return base.per_algorithm(values, base.registry(), "--incast", "a number of seconds >= 0",
                               lambda x: 0 <= x < float("inf"), 0.0)
 
 

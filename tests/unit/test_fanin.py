@@ -7,7 +7,11 @@ split its fit uses (emulation/report/doctables/projection.py).
   unchanged, n flows into one NIC take 1 / eff(n) longer, 1 is plain max-min;
 - the split of the fan-in fit never has a folder on both sides;
 - `--fan-in` takes every algorithm's e and an executor's own (ALGO=E), each request gets its
-  algorithm's, and the docs refuse a run simulated with another than its executor's fitted e.
+  algorithm's, and the docs refuse a run simulated with another than its executor's fitted e;
+- the incast start-up: flows into a step's busiest NIC counted from flows or blocks alike, charged
+  per flow beyond the first (exactly, with and without the reduction by orbits; a ring pays
+  none), bad values refused, its closed-form fit recovers a known one from its fit half's large
+  runs, and the CUBIC table charges it to PS (e = 1) where it says.
 """
 from __future__ import annotations
 
@@ -259,3 +263,87 @@ def test_the_fan_in_table_charges_bmls_own_latency_on_its_large_runs_only():
         assert pt.charged_own(r) == (r["algorithm"] == "bml" and r["gradient_bytes"] >= pt.LATENCY_MIN_BYTES
                                      and not r["topology"].startswith("bcube(2,"))
         assert r["fan_in_seconds"] == pytest.approx(r["fan_in_sim"] + want * (r["rounds"] or 0))
+
+
+def test_converging_counts_the_flows_into_a_steps_busiest_nic_from_flows_or_blocks():
+    from workloads.algorithms.base import Flow, FlowBlock
+
+    ring = [Flow(i, (i + 1) % 4, 0, 100) for i in range(4)]
+    assert fanin.converging(ring) == 1 and fanin.extra_flows([ring]) == [0]
+    into_0 = [Flow(s, 0, 0, 100) for s in (1, 2, 3)] + [Flow(1, 2, 0, 100), Flow(3, 0, 1, 100), Flow(2, 0, 0, 0)]
+    assert fanin.converging(into_0) == 3  # NIC 1 of rank 0 and a flow of 0 bytes do not add
+    block = FlowBlock(tuple(range(16)), tuple(range(16)), 0, 1000)  # a sharded PS phase on 16 ranks
+    assert fanin.converging([block]) == 15 == fanin.converging(block.flows())
+    two = [FlowBlock((0, 1, 2), (3,), 0, 10), FlowBlock((4, 5), (3, 6), 0, 10)]
+    assert fanin.converging(two) == 5 == fanin.converging([f for b in two for f in b.flows()])
+    assert fanin.extra_flows([[], ring, [block]]) == [0, 0, 14]
+
+
+@needs_simgrid
+@pytest.mark.parametrize("reduce", ["off", "auto"])
+def test_the_incast_start_up_is_charged_per_flow_into_the_busiest_nic_beyond_the_first(reduce):
+    # sharded PS on Fat-Tree k=4, 16 workers: two phases, 15 flows into every NIC in each, so
+    # 2 x 14 extra flows; the ring, one flow into each NIC per round, pays nothing
+    req = dict(topo="fattree,k=4", workers=16, mb=1, bw=20, ecmp="two-level", reduce=reduce)
+    plain = core.project(core.Request(algo="ps", **req))
+    got = core.project(core.Request(algo="ps", incast=0.01, **req))
+    assert plain["extra_flows_per_sync"] == got["extra_flows_per_sync"] == 28
+    assert got["simulated_seconds"] == pytest.approx(plain["simulated_seconds"] + 0.01 * 28, rel=1e-6)
+    assert got["incast_seconds"] == 0.01 and got["payload_equal"]
+    ring = core.project(core.Request(algo="ring", incast=0.01, **req))
+    assert ring["extra_flows_per_sync"] == 0
+    assert ring["simulated_seconds"] == core.project(core.Request(algo="ring", **req))["simulated_seconds"]
+
+
+def test_a_bad_incast_start_up_is_refused_in_one_line():
+    from emulation.simulator import sweep
+    from workloads.algorithms import base
+
+    with pytest.raises(ValueError, match="incast start-up -0.1 must be a number of seconds >= 0"):
+        core.simulated_form(base.get("ps"), {}, incast=-0.1)
+    s = sweep.Sweep(topo=["fattree,k=4"], algo=["ps", "ring"], incast=["ps=0.015"])
+    assert {req.algo: req.incast for req, _ in sweep.requests(s, {})} == {"ps": 0.015, "ring": 0.0}
+    for bad, match in ((["-1"], "must be a number of seconds >= 0"), (["ps=1", "ps=2"], "ps given twice"),
+                       (["pss=0.1"], "no algorithm 'pss'")):
+        with pytest.raises(ValueError, match=match):
+            sweep.incasts(bad)
+
+
+def test_an_incast_start_up_recovers_a_known_one_from_its_fit_half_large_runs_only():
+    from emulation.report.doctables import projection as pt
+
+    MB = 2**20
+
+    def row(meas, sim, fit, extra, algo="ps", size=4 * MB, rounds=2, superseded=None):
+        return {"algorithm": algo, "measured_seconds": meas, "fan_in_sim": sim, "rounds": rounds, "fit": fit,
+                "gradient_bytes": size, "superseded": superseded, "experiment": f"x{meas}", "extra_flows": extra}
+
+    lat, c = 0.003, 0.015
+    rows = [row(1.0 + 2 * lat + c * 28, 1.0, True, 28), row(2.0 + 2 * lat + c * 14, 2.0, True, 14),
+            row(9.0, 1.0, False, 28),  # held out: never fitted on
+            row(5.0, 1.0, True, 14, size=MB // 4),  # under 2 MiB: its flows do not stall, not fitted on
+            row(7.0, 1.0, True, 28, superseded="sends first"), row(3.0, 1.0, True, 0, algo="ring", rounds=30)]
+    inc = pt.incast_fit(rows, lat, ("ps",))
+    assert inc["ps"]["seconds"] == pytest.approx(c) and inc["ps"]["runs"] == 2
+    assert [pt.charged_incast(r, inc) for r in rows] == [True, True, True, False, True, False]
+    assert pt.incast_fit(rows, lat, ()) == {}  # the BBR validation: no algorithm takes one
+    with pytest.raises(ValueError, match="no faithful fit-half ps run"):
+        pt.incast_fit([r for r in rows if not r["fit"]], lat, ("ps",))
+
+
+def test_the_cubic_fan_in_table_gives_ps_e_1_and_its_incast_start_up_on_its_large_runs_only():
+    from pathlib import Path
+
+    from emulation.report import docs
+    from emulation.report.doctables import projection as pt
+
+    data = docs.load_sources(Path(__file__).resolve().parents[2] / "docs/results", pt.CUBIC_FAN_IN_SOURCES)
+    fit, lat, rows = pt._fan_in_rows(data, pt.CUBIC_FAN_IN)
+    assert fit["fit_algorithms"] == ["bml"] and fit["fan_in_by_algorithm"]["ps"] == 1.0
+    c = fit["incast_by_algorithm"]["ps"]["seconds"]
+    assert c > 0
+    ps = [r for r in rows if r["algorithm"] == "ps"]
+    assert ps and all(r["fan_in_e"] == 1.0 for r in ps)
+    for r in rows:
+        extra = c * r["extra_flows"] if pt.charged_incast(r, fit["incast_by_algorithm"]) else 0.0
+        assert r["fan_in_seconds"] == pytest.approx(r["fan_in_sim"] + r["fan_in_l"] * (r["rounds"] or 0) + extra)

@@ -93,7 +93,11 @@ PROJECTED = ("default", "bml-bcube32-vs-ps-fattree", "bml-bcube42-vs-ps-fattree"
 # experiments/bml_stages_*.yaml; BCube(2,4) again at 10 and at 5 Mbit/s, its BML runs at 20 and
 # 10 not faithful), the BCube(4,2) BML file a fourth time (fit) and the BCube(3,2) one a third
 # (held out), forest scenarios 1 (fit), 4 (held out) and 5's slow level (fit), gTop-k on VGG-16
-# at P = 8 (held out) and MG-WFBP's 4-worker matrix (held out).
+# at P = 8 (held out) and MG-WFBP's 4-worker matrix (held out). 2026-12-02 07:45-08:20, after a
+# fresh-clone CI: PS against P on the two-level Fat-Tree (experiments/ps_incast_fattree.yaml;
+# P = 4 and 8 held out, 12 fit), forest scenarios 2 and 5 dilated (fit), gTop-k on ResNet-50
+# (held out) and VGG-16 (fit) at P = 16, MG-WFBP's GoogLeNet at 16 workers (fit) and ResNet-50
+# at 8 (held out).
 CUBIC_FOLDERS = ("tcp-cc/hd-cubic", "tcp-cc/default-cubic", "tcp-cc/bml-bcube32-vs-ps-fattree-cubic",
                  "tcp-cc/bml-bcube32-vs-ps-fattree-cubic-r2", "tcp-cc/bml-bcube42-vs-ps-fattree-cubic",
                  "tcp-cc/bml-bcube42-vs-ps-fattree-cubic-r2",
@@ -105,7 +109,9 @@ CUBIC_FOLDERS = ("tcp-cc/hd-cubic", "tcp-cc/default-cubic", "tcp-cc/bml-bcube32-
                      "bml-bcube42-vs-ps-fattree-cubic-r4", "bml-stages-bcube24-bw10",
                      "bml-bcube32-vs-ps-fattree-cubic-r3", "forest-s1-homogeneous-cubic", "forest-s4-background-cubic",
                      "gtopk-vgg16-p8-cubic", "forest-s5-bcube-slow-level-cubic", "mgwfbp-fattree4-cubic",
-                     "bml-stages-bcube24-5mbit")))
+                     "bml-stages-bcube24-5mbit", "ps-scan-p4-cubic", "ps-scan-p8-cubic", "ps-scan-p12-cubic",
+                     "forest-s2-slow-hosts-cubic", "forest-s5-dilated-cubic", "gtopk-resnet50-p16-cubic",
+                     "gtopk-vgg16-p16-cubic", "mgwfbp-fattree16-googlenet-cubic", "mgwfbp-fattree8-resnet50-cubic")))
 
 
 def host_tcp(run: dict) -> str:
@@ -314,7 +320,7 @@ def _latency_fit(rows: list[dict]) -> list[str]:
         by_p.setdefault(r["workers"], []).append((r["measured_seconds"] - r["simulated_seconds"]) / r["rounds"])
     lines += ["", "The start-up per round each of these runs implies, (measured - simulated at L = 0) / rounds, by P "
               "(both halves): " + "; ".join(f"P = {p}: median {1e3 * statistics.median(v):.1f} ms, "
-                                            f"{span([1e3 * x for x in v], '.1f')} ms ({len(v)} runs)"
+                                            f"{span([1e3 * x for x in v], '.1f')} ms ({len(v)} run{'' if len(v) == 1 else 's'})"
                                             for p, v in sorted(by_p.items())) + "."]
     return lines
 
@@ -817,6 +823,10 @@ class FanIn:
     fit: str  # folder under docs/results of the fit's summary.json
     runs: str  # folder under docs/results of the projections with the fitted e, one per measured folder
     command: str  # what makes the fit
+    # the algorithms e is fitted on (scripts/fan_in.py fit), and those that take e = 1 and an
+    # incast start-up per converging flow instead (`incast_fit`)
+    fit_algos: tuple = ("ps", "bml")
+    incast: tuple = ()
 
     @property
     def fit_rel(self) -> str:
@@ -832,8 +842,14 @@ class FanIn:
 
 
 BBR_FAN_IN = FanIn(FAN_IN_FOLDERS, "bbr", "projection-fan-in-fit", "projection-fan-in", "python scripts/fan_in.py fit")
+# With CUBIC, PS's shortfall against the flow model is about the same seconds per sync whatever
+# its gradient (2 to 4 MiB) and grows with the flows converging on one NIC (8 on a Fat-Tree
+# with 9 workers, 15 with 16): a time per flow, where e, a share of the bytes, overshot VGG-19's
+# runs and undershot 2 MiB ones. So PS takes e = 1 and an incast start-up per flow into a step's
+# busiest NIC beyond the first, and e is fitted on BML alone (docs/PROJECTION.md, "Fan-in").
+# The BBR validation keeps its fit of e on PS and BML: its hosts no longer run BBR.
 CUBIC_FAN_IN = FanIn(CUBIC_FOLDERS, "cubic", "projection-fan-in-fit-cubic", "projection-fan-in-cubic",
-                     "python scripts/fan_in.py fit --cc cubic")
+                     "python scripts/fan_in.py fit --cc cubic", fit_algos=("bml",), incast=("ps",))
 FAN_IN_FIT, FAN_IN_RUNS, FAN_IN_SOURCES = BBR_FAN_IN.fit_rel, BBR_FAN_IN.run_rels, BBR_FAN_IN.sources
 CUBIC_FAN_IN_SOURCES = CUBIC_FAN_IN.sources
 
@@ -889,10 +905,38 @@ def round_latency_of(r: dict, lat: float, own: dict) -> float:
     return own[r["algorithm"]]["seconds"] if r["algorithm"] in own and charged_own(r) else lat
 
 
+def charged_incast(r: dict, incast: dict) -> bool:
+    """Whether a row pays its executor's incast start-up (`incast_fit`): an algorithm that has one,
+    2 MiB or more (below, as for L, its flows fit in the switch's queue and do not stall: LeNet-5's
+    PS with 8 flows into each NIC lost a tenth of what 2 MiB ones do)."""
+    return r["algorithm"] in incast and r["gradient_bytes"] >= LATENCY_MIN_BYTES
+
+
+def incast_fit(rows, lat: float, algos: tuple) -> dict:
+    """{algorithm of `algos`: its incast start-up c}, seconds per flow into a step's busiest NIC
+    beyond the first (`fanin.extra_flows`, summed over a sync: `extra_flows`), fitted as L is
+    (`fit_round_latency`, the same relative least squares, closed form) on its faithful fit-half
+    runs of today's executor that take it (`charged_incast`), simulated at its e (1) plus L x
+    rounds: simulated + L x rounds + c x extra flows against measured."""
+    out = {}
+    for algo in algos:
+        mine = [r for r in rows if r["algorithm"] == algo and r["fit"] and not r["superseded"]
+                and r.get("extra_flows") and charged_incast(r, algos)]
+        pts = [(r["measured_seconds"], r["fan_in_sim"] + lat * (r["rounds"] or 0), r["extra_flows"]) for r in mine]
+        if not pts:
+            raise ValueError(f"no faithful fit-half {algo} run of 2 MiB or more with converging flows to fit its "
+                             "incast start-up on")
+        out[algo] = {"seconds": fit_round_latency(pts), "runs": len(pts),
+                     "experiments": sorted({r["experiment"] for r in mine})}
+    return out
+
+
 def _fan_in_rows(data: dict, fan: FanIn = BBR_FAN_IN) -> tuple[dict, float, list[dict]]:
-    """(the fit's record, with the own L of OWN_LATENCY's executors under "round_latency_by_algorithm",
-    L, every faithful run of fan's folders: its projection without fan-in and L, `_validation`'s
-    row, and with the fitted e, fan.runs/, plus L x rounds, its executor's own L where it has one)."""
+    """(the fit's record, with the own L of OWN_LATENCY's executors under "round_latency_by_algorithm"
+    and the incast start-up of fan.incast's under "incast_by_algorithm", L, every faithful run of
+    fan's folders: its projection without fan-in and L, `_validation`'s row, and with the fitted
+    e, fan.runs/, plus L x rounds, its executor's own L where it has one, plus its incast
+    start-up x its extra converging flows where it has one)."""
     fit = data[fan.fit_rel]
     rows = _validation(data, fan.folders, fan.cc)
     lat, _, _ = _fitted(rows)
@@ -919,14 +963,18 @@ def _fan_in_rows(data: dict, fan: FanIn = BBR_FAN_IN) -> tuple[dict, float, list
                                  f"{v['algo_spec']}, not the fitted e = {want:.4f} and L = 0: rerun it")
             if v["faithful"] is not True:
                 continue
-            out.append({**b, "fan_in_sim": v["simulated_seconds"], "fan_in_e": want})
+            out.append({**b, "fan_in_sim": v["simulated_seconds"], "fan_in_e": want,
+                        "extra_flows": sim.get("extra_flows_per_sync")})
     own = own_latency(out, lat)
+    inc = incast_fit(out, lat, fan.incast)
     for r in out:
         # layer-wise plans (no rounds) pay their own measured start-ups, as in projection-validation
         r["fan_in_l"] = round_latency_of(r, lat, own)
-        r["fan_in_seconds"] = r["fan_in_sim"] + r["fan_in_l"] * (r["rounds"] or 0)
+        r["fan_in_incast"] = inc[r["algorithm"]]["seconds"] if charged_incast(r, inc) else 0.0
+        r["fan_in_seconds"] = (r["fan_in_sim"] + r["fan_in_l"] * (r["rounds"] or 0)
+                               + r["fan_in_incast"] * (r["extra_flows"] or 0))
         r["fan_in_ratio"] = common.ratio(r["fan_in_seconds"], r["measured_seconds"])
-    return {**fit, "round_latency_by_algorithm": own}, lat, out
+    return {**fit, "round_latency_by_algorithm": own, "incast_by_algorithm": inc}, lat, out
 
 
 FAN_IN_EGRESS = "projection-fan-in-egress/summary.json"
@@ -965,8 +1013,12 @@ def projection_tcp_cc(data: dict) -> list[str]:
         stages = "".join(f"; {a.upper()}'s own L = {x['seconds'] * 1e3:.1f} ms per round ({x['runs']} fit-half "
                          f"run{'' if x['runs'] == 1 else 's'})"
                          for a, x in fit["round_latency_by_algorithm"].items())
+        stages += "".join(f"; {a.upper()} e = 1 and an incast start-up of {x['seconds'] * 1e3:.1f} ms per converging "
+                          f"flow ({x['runs']} fit-half run{'' if x['runs'] == 1 else 's'})"
+                          for a, x in fit["incast_by_algorithm"].items())
         lines.append(f"- {cc.upper()} ({len(v.folders)} folders): L = {lat * 1e3:.2f} ms per round, "
-                     f"fan-in e = {fit['fan_in_efficiency']:.3f} (PS and BML){'; ' + own if own else ''}{stages}.")
+                     f"fan-in e = {fit['fan_in_efficiency']:.3f} ({' and '.join(a.upper() for a in v.fit_algos)})"
+                     f"{'; ' + own if own else ''}{stages}.")
     return lines
 
 
@@ -1224,13 +1276,22 @@ def projection_fan_in(data: dict, fan: FanIn = BBR_FAN_IN) -> list[str]:
                      f"({', '.join(x['experiments']) or 'none: the L above'}), and charged at 2 MiB or more "
                      f"where n >= 3 (n - 1 flows into each NIC per stage; below 2 MiB and on BCube(2,k), the L "
                      f"above).")
+    inc = fit["incast_by_algorithm"]
+    for algo, x in inc.items():
+        lines.append(f"- {algo.upper()}'s converging flows: e = 1 and an incast start-up of **{x['seconds'] * 1e3:.1f} "
+                     f"ms per flow** into a step's busiest NIC beyond the first, fitted as L is (simulated + L x "
+                     f"rounds + c x those flows), on its own {x['runs']} faithful fit-half "
+                     f"run{'' if x['runs'] == 1 else 's'} of 2 MiB or more ({', '.join(x['experiments'])}), and "
+                     f"charged at 2 MiB or more (below, L alone).")
     from emulation.simulator import fanin
 
     args = fanin.arguments(e, fit.get("fan_in_by_algorithm") or {})
     lats = [f"{lat:.4f}", *(f"{a}={x['seconds']:.4f}" for a, x in sorted(own.items()))]
+    incs = "".join(f" `--incast {a}={x['seconds']:.4f}`" for a, x in sorted(inc.items()))
     lines += ["", f"Every run below is projected again with {' '.join(f'`--fan-in {a}`' for a in args)} "
                   f"(`docs/results/{fan.runs}/`) and L x rounds added, what "
-                  f"{' '.join(f'`--round-latency {a}`' for a in lats)} charges (an own L only where the list "
+                  f"{' '.join(f'`--round-latency {a}`' for a in lats)}{incs} charge{'' if len(lats) > 1 or inc else 's'} "
+                  f"(an own L{' or incast start-up' if inc else ''} only where the list "
                   f"above says; layer-wise plans: their own start-ups instead); faithful runs only.", ""]
     groups: dict = {}
     for r in rows:
@@ -1246,11 +1307,13 @@ def projection_fan_in(data: dict, fan: FanIn = BBR_FAN_IN) -> list[str]:
             it = [x for x in (r.get("iteration_sim_over_measured") for r in pts) if x is not None]
             cells.append([algo, size, half, str(len(pts)), ", ".join(sorted({r["experiment"] for r in pts})),
                           span(r0), ", ".join(f"{x:.3f}" for x in sorted({r["fan_in_e"] for r in pts})),
-                          ", ".join(f"{x * 1e3:.1f}" for x in sorted({r["fan_in_l"] for r in pts})), span(r1),
-                          pct(_mean_error(r1)), f"{_within(r1)} of {len(r1)}",
+                          ", ".join(f"{x * 1e3:.1f}" for x in sorted({r["fan_in_l"] for r in pts})),
+                          *([", ".join(f"{x * 1e3:.1f}" for x in sorted({r["fan_in_incast"] for r in pts}))] if inc else []),
+                          span(r1), pct(_mean_error(r1)), f"{_within(r1)} of {len(r1)}",
                           f"{span(it, '.3f')} ({_within(it)} of {len(it)})" if it else NA])
     lines += table(["algorithm", "gradients", "half", "faithful runs", "experiments", "sim/meas, e = 1, L = 0", "e",
-                    "L (ms)", "sim/meas, that e and L", "mean abs(sim/meas - 1)",
+                    "L (ms)", *(["incast (ms per flow)"] if inc else []),
+                    f"sim/meas, that e and L{' (and incast)' if inc else ''}", "mean abs(sim/meas - 1)",
                     f"within {TOLERANCE:.0%}", f"layer-wise: iteration sim/meas (within {TOLERANCE:.0%})"], cells)
     outside = [f"{r['experiment']} {r['topology']} {r['algo_spec']}{' (superseded)' if r['superseded'] else ''} "
                f"{r['model']} ({r['fan_in_ratio']:.2f})"
