@@ -907,8 +907,8 @@ def round_latency_of(r: dict, lat: float, own: dict) -> float:
 
 def charged_incast(r: dict, incast: dict) -> bool:
     """Whether a row pays its executor's incast start-up (`incast_fit`): an algorithm that has one,
-    2 MiB or more (below, as for L, its flows fit in the switch's queue and do not stall: LeNet-5's
-    PS with 8 flows into each NIC lost a tenth of what 2 MiB ones do)."""
+    2 MiB or more, as L is fitted (below, LeNet-5's PS with 8 flows into each NIC lost about a fifth
+    of the seconds the 2 MiB ones do; our reading: its flows fit in the switch's queue)."""
     return r["algorithm"] in incast and r["gradient_bytes"] >= LATENCY_MIN_BYTES
 
 
