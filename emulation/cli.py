@@ -487,10 +487,13 @@ def cmd_project(args) -> int:
         print(f"project: {e}", file=sys.stderr)
         return 2
 
+    signalled = []
+
     def stop(signum, frame):  # a timeout's SIGTERM ends the projection like Ctrl-C: results marked failed
+        signalled.append(signum)  # kept even where Python swallows the raise (sweep.run asks)
         raise KeyboardInterrupt
     signal.signal(signal.SIGTERM, stop)
-    out, summary = sweep.run(s, preps, measured, started)
+    out, summary = sweep.run(s, preps, measured, started, stopped=lambda: bool(signalled))
     print(f"wrote {out / 'summary.json'}, {out / 'report.md'}")
     if summary["status"] != "ok":
         print(f"project: {summary['error']}", file=sys.stderr)

@@ -284,11 +284,15 @@ def validation_rows(runs: list, measured: dict) -> list[dict]:
     return rows
 
 
-def run(s: Sweep, preps: list[Prepared], measured: dict, started: str, log=print) -> tuple[Path, dict]:
+def run(s: Sweep, preps: list[Prepared], measured: dict, started: str, log=print,
+        stopped=lambda: False) -> tuple[Path, dict]:
     """Simulate every prepared projection in order and write the results folder: summary.json
     (after each projection: a stopped sweep keeps what it did) and report.md with its plots.
     Returns (folder, summary); summary["status"] is "failed" with the error ("interrupted" on
-    KeyboardInterrupt, which a SIGTERM handler may raise) when the loop stopped."""
+    KeyboardInterrupt, which a SIGTERM handler may raise) when the loop stopped. `stopped()`,
+    asked after each projection, says a stop was signalled whose KeyboardInterrupt may have been
+    swallowed (Python ignores one raised in a fork handler, as when SIGTERM lands while the
+    SimGrid child is forked): that projection is then dropped as interrupted."""
     out = Path(s.out) if s.out else Path("results") / f"project-{time.strftime('%Y%m%d-%H%M%S')}"
     out.mkdir(parents=True, exist_ok=True)
     summary = {"status": "running", "error": None, "simulated": True,
@@ -300,6 +304,8 @@ def run(s: Sweep, preps: list[Prepared], measured: dict, started: str, log=print
             log(f"[{i}/{len(preps)}] {p.topo.name} {p.spec} {p.model}: {len(p.hosts)} hosts, "
                 f"estimated {p.cpu_seconds:.1f} CPU s")
             rec = project(p, log=log)
+            if stopped():
+                raise KeyboardInterrupt
             sim = rec["simulator"]
             log(f"  simulated {_fmt(rec['median_sync_seconds'])}, busiest-link bound {_fmt(rec['bound_seconds'])} "
                 f"(x{rec['sync_over_bound']:.3f}); bytes per NIC "

@@ -478,6 +478,21 @@ def test_every_algorithm_has_one_round_count_per_step(name):
             {(f.src, f.dst, f.nic): (f.bytes, f.messages) for f in a.traffic(plan)}
 
 
+def test_a_stop_whose_interrupt_was_swallowed_still_ends_the_sweep_marked_failed(tmp_path):
+    # Python ignores a KeyboardInterrupt raised in a fork handler: CI once saw SIGTERM land while
+    # the SimGrid child was forked, and the sweep finish "ok". sweep.run asks `stopped()` after
+    # each projection and drops the one the stop came during.
+    from emulation.simulator import sweep
+
+    s = sweep.Sweep(topo=["fattree,k=4"], algo=["ring", "ps"], mb=0.25, ecmp="two-level", out=str(tmp_path / "out"))
+    preps = sweep.prepare_all(s, {}, log=lambda *a: None)
+    answers = iter([False, True])
+    _, summary = sweep.run(s, preps, {}, "now", log=lambda *a: None, stopped=lambda: next(answers))
+    assert summary["status"] == "failed" and summary["error"] == "interrupted"
+    assert [r["algo_spec"] for r in summary["runs"]] == ["ring"]
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["error"] == "interrupted"
+
+
 def test_a_terminated_projection_keeps_its_results_marked_failed(tmp_path):
     import os
     import signal
