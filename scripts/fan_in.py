@@ -111,8 +111,9 @@ def _round_latency(v) -> float:
 
 
 def _points(folders, algos) -> list:
-    """(folder, prepared projection, measured run, rounds) of every faithful run of `algos` of 2 MiB or more in `folders` whose executor still runs (`superseded`):
-    the runs the fan-in model is fitted and checked on."""
+    """(folder, prepared projection, measured run, rounds) of every faithful run of `algos` of
+    2 MiB or more in `folders` whose executor still runs (`superseded`): the runs the fan-in
+    model is fitted and checked on."""
     out = []
     for folder in folders:
         started = json.loads((ROOT / "docs/results" / folder / "summary.json").read_text()).get("started")

@@ -191,8 +191,8 @@ def simulated_form(algo: base.Algorithm, plan: dict, round_latency: float = 0.0,
     term the zero-latency flow model lacks. `incast` (seconds): the start-up of each flow into a
     step's busiest NIC beyond the first (`fanin.extra_flows`), charged with it: what N flows
     converging on one NIC lose to their TCP stalls where that is a time per flow rather than a
-    share of the bytes (PS with CUBIC in the hosts: docs/PROJECTION.md, "Fan-in"). A plan whose steps overlap backprop
-    (`Algorithm.timeline`) keeps its own start-ups instead (e.g. a measured all-reduce
+    share of the bytes (PS with CUBIC in the hosts: docs/PROJECTION.md, "Fan-in"). A plan whose
+    steps overlap backprop (`Algorithm.timeline`) keeps its own start-ups instead (e.g. a measured all-reduce
     start-up a per group, which already prices its rounds).
 
     `costs` ({Compute key: cost model}): each sync pays its declared Computes' seconds
@@ -1146,9 +1146,9 @@ def _prepare_orbits(req: Request, topo: Topology, name: str, raw: dict, workers:
     before, after = _charged(len(blocks), 1, *algo.compute_charges(plan, dict(req.compute)))
     # no flow listed: steps stays empty, the timing lists have one entry per step of blocks
     extra = fanin.extra_flows(blocks)
-    sim_form = SimForm([], [0.0] * len(blocks), _startups(rounds, extra, req.round_latency, req.incast), before=before,
-                       after=after, bytes_source="model" if algo.data_dependent else "plan",  # data-dependent: its modelled blocks
-                       extra_flows=extra)
+    sim_form = SimForm([], [0.0] * len(blocks), _startups(rounds, extra, req.round_latency, req.incast),
+                       before=before, after=after, extra_flows=extra,
+                       bytes_source="model" if algo.data_dependent else "plan")  # data-dependent: its modelled blocks
     need = estimate_memory(topo, form.info["routes_walked"], 6, sum(form.info["classes_per_step"]))
     cpu = estimate_seconds(topo, form.info["routes_walked"], form.info["classes_per_step"],
                            ["apart"] * len(form.info["classes_per_step"]))

@@ -320,7 +320,8 @@ def _latency_fit(rows: list[dict]) -> list[str]:
         by_p.setdefault(r["workers"], []).append((r["measured_seconds"] - r["simulated_seconds"]) / r["rounds"])
     lines += ["", "The start-up per round each of these runs implies, (measured - simulated at L = 0) / rounds, by P "
               "(both halves): " + "; ".join(f"P = {p}: median {1e3 * statistics.median(v):.1f} ms, "
-                                            f"{span([1e3 * x for x in v], '.1f')} ms ({len(v)} run{'' if len(v) == 1 else 's'})"
+                                            f"{span([1e3 * x for x in v], '.1f')} ms "
+                                            f"({len(v)} run{'' if len(v) == 1 else 's'})"
                                             for p, v in sorted(by_p.items())) + "."]
     return lines
 
@@ -905,10 +906,11 @@ def round_latency_of(r: dict, lat: float, own: dict) -> float:
     return own[r["algorithm"]]["seconds"] if r["algorithm"] in own and charged_own(r) else lat
 
 
-def charged_incast(r: dict, incast: dict) -> bool:
-    """Whether a row pays its executor's incast start-up (`incast_fit`): an algorithm that has one,
-    2 MiB or more, as L is fitted (below, LeNet-5's PS with 8 flows into each NIC lost about a fifth
-    of the seconds the 2 MiB ones do; our reading: its flows fit in the switch's queue)."""
+def charged_incast(r: dict, incast) -> bool:
+    """Whether a row pays its executor's incast start-up: an algorithm of `incast` (those that have
+    one: `incast_fit`'s keys or `FanIn.incast`), at 2 MiB or more, as L is fitted (below, LeNet-5's
+    PS with 8 flows into each NIC lost about a fifth of the seconds the 2 MiB ones do; our
+    reading: its flows fit in the switch's queue)."""
     return r["algorithm"] in incast and r["gradient_bytes"] >= LATENCY_MIN_BYTES
 
 
