@@ -6,6 +6,7 @@ our own one-parameter model (emulation/simulator/fanin.py) on the fit half of th
     chrt --idle 0 nice -n 19 .venv/bin/python scripts/fan_in.py fit --cc cubic  # -> .../projection-fan-in-fit-cubic/
     chrt --idle 0 nice -n 19 .venv/bin/python scripts/fan_in.py egress    # -> docs/results/projection-fan-in-egress/
     chrt --idle 0 nice -n 19 .venv/bin/python scripts/fan_in.py shape     # -> docs/results/projection-fan-in-shape/
+    .venv/bin/python scripts/fan_in.py calibration --cc cubic   # -> emulation/simulator/calibrations/cubic.json
 
 `options` simulates every faithful run of the folders with PS or BML runs (OPTION_FOLDERS) under
 SimGrid's own alternatives to today's CM02 configuration (NetworkModel.cfg): LV08 (its latency
@@ -20,7 +21,10 @@ docs/results/projection-fan-in/NAME` (every folder of FOLDERS: `FAN_IN='<what th
 bash scripts/project_measured.sh`) and reported by `syncbed docs` (projection-fan-in). `egress`
 tries e on every switch egress link instead of links into NICs only (`fanin.egress_links`),
 refitted the same way. `shape` profiles
-the model's form in n (eff(n) = e + (1 - e) / n^shape, e refitted at each shape).
+the model's form in n (eff(n) = e + (1 - e) / n^shape, e refitted at each shape). `calibration`
+(no simulation: after `syncbed docs` is current) writes the validation's fitted parameters, with
+the conditions under which it charges them, into the file `syncbed project --calibration CC`
+reads (emulation/simulator/calibration.py).
 """
 from __future__ import annotations
 
@@ -232,6 +236,18 @@ def shape(out: Path, lat: float) -> None:
                  "runs": [{**_key(f, p, m), "rounds": k, "fit": in_fit_half(projected_name(f))} for f, p, m, k in pts]})
 
 
+def calibration(v) -> None:
+    """The calibration file of validation `v` (`projection.calibration_record`) from docs/results."""
+    from emulation.report.docs import RESULTS, load_sources
+    from emulation.report.doctables.projection import calibration_record
+    from emulation.simulator import calibration as cal
+
+    record = calibration_record(load_sources(RESULTS, v.sources), v)
+    cal.DIR.mkdir(parents=True, exist_ok=True)
+    cal.path(v.cc).write_text(json.dumps(record, indent=1) + "\n")
+    print(f"wrote {cal.path(v.cc)}: {cal.describe(record)}")
+
+
 def _write(out: Path, summary: dict) -> None:
     out.mkdir(parents=True, exist_ok=True)
     summary.update(simulated=True, finished=time.strftime("%Y-%m-%dT%H:%M:%S"), command=" ".join(sys.argv))
@@ -243,20 +259,23 @@ if __name__ == "__main__":
     import argparse
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", choices=("options", "fit", "egress", "shape"))
+    ap.add_argument("what", choices=("options", "fit", "egress", "shape", "calibration"))
     ap.add_argument("--round-latency", type=float, help="L (s per round) added in the fit; default: projection-latency-fit's")
     ap.add_argument("--cc", choices=("bbr", "cubic"), default="bbr",
                     help="fit: the validation of the runs whose hosts ran this congestion control (cubic: "
                          "projection.CUBIC_FOLDERS -> docs/results/projection-fan-in-fit-cubic/); default bbr")
     a = ap.parse_args()
-    if a.cc != "bbr" and a.what != "fit":
-        ap.error(f"--cc {a.cc} is for `fit` only; {a.what} runs on the BBR validation")
+    if a.cc != "bbr" and a.what not in ("fit", "calibration"):
+        ap.error(f"--cc {a.cc} is for `fit` and `calibration` only; {a.what} runs on the BBR validation")
     if a.what == "options":
         options(ROOT / "docs/results/projection-fan-in-options")
     else:
         from emulation.report.doctables.projection import BBR_FAN_IN, CUBIC_FAN_IN
 
         v = CUBIC_FAN_IN if a.cc == "cubic" else BBR_FAN_IN
+        if a.what == "calibration":
+            calibration(v)
+            sys.exit(0)
         lat = a.round_latency if a.round_latency is not None else _round_latency(v)
         if a.what == "egress":
             egress(ROOT / "docs/results/projection-fan-in-egress", lat)

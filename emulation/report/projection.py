@@ -145,11 +145,18 @@ def render(summary: dict, plots: list[Path]) -> str:
         inc = sorted({r.get("incast_seconds") or 0.0 for r in runs} - {0.0})
         if inc:  # --incast: only where given, so earlier reports render as they did
             latency += (", and " + ", ".join(f"{x * 1e6:g} us" for x in inc)
-                        + " per flow into a step's busiest NIC beyond the first (--incast)")
+                        + " per flow into a step's busiest NIC beyond the first"
+                        + (" (--calibration)" if summary.get("calibration") else " (--incast)"))
         lines += [f"Network model: {nm.get('name')}, bandwidth factor {nm.get('bandwidth_factor')} "
                   f"(TCP payload per frame at MTU {nm.get('mtu')}), {latency}; layer-wise algorithms pay "
                   "their plan's all-reduce start-up a per group and start each group when backprop has "
                   "produced it. Bytes per NIC are those of the plan's flows, checked against the closed form.", ""]
+        if summary.get("calibration"):
+            from emulation.simulator.calibration import describe
+
+            lines += [f"Charged by `--calibration`, each where it was fitted: {describe(summary['calibration'])}. "
+                      "Each run's own values are in summary.json (round_latency_seconds, incast_seconds, "
+                      "network_model's fan_in_efficiency).", ""]
         lines += ["## Runs", ""]
         lines += table(["topology", "P", "algorithm", "model", "sync s", "iteration s", "bound s", "x bound",
                         "bytes = closed form", "simulator wall s", "SimGrid CPU s"], run_rows(runs))

@@ -717,6 +717,11 @@ def nic_bytes(topo: Topology, hosts: list, link_bytes: dict) -> dict:
     return out
 
 
+def layer_sizes(req: Request) -> tuple:
+    """The request's gradient elements per layer (`_layers`' first)."""
+    return _layers(req)[0]
+
+
 def _layers(req: Request):
     """(layer_sizes, layers, model spec) of the request: a registry model, or one layer of mb MiB."""
     if req.model:

@@ -13,13 +13,14 @@ after the other and writes summary.json (after each, so partial results stay) an
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from emulation.simulator import core, fanin
+from emulation.simulator import calibration, core, fanin
 from emulation.simulator import platform as simgrid_platform
 from emulation.simulator.core import Prepared, Request, TooLarge, prepare, prepare_planned, project, simulable
 from workloads.algorithms import base
@@ -47,6 +48,9 @@ class Sweep:
     # efficiency of n flows into one NIC (emulation/simulator/fanin.py; 1: off): a number for every
     # algorithm, or a list of `--fan-in` values, E and/or ALGO=E (an algorithm's own, fanin.parse)
     fan_in: float | list = 1.0
+    # a validation's fitted L, e, own L and incast start-up, each charged where it was fitted
+    # (calibration.py: "cubic" or "bbr"); instead of round_latency, incast and fan_in
+    calibration: str | None = None
     # cost models of the sync's compute, `KEY=C0:C1` (costs.parse); with `measured`, a run's own
     # logged means stand for the keys not given here
     compute: list | None = None
@@ -76,6 +80,15 @@ def requests(s: Sweep, measured: dict) -> list[tuple[Request, object]]:
     lat, lat_of = round_latencies(s.round_latency)
     inc, inc_of = incasts(s.incast)
     fan_in, fan_in_of = fanin.parse(s.fan_in, base.registry())
+    cal = calibrated(s)
+
+    def charges(algorithm: str, topology: str, layer_sizes) -> dict:
+        """round_latency, fan_in and incast of one projection: the calibration's, else the options'."""
+        if cal is not None:
+            c = calibration.parameters(cal, algorithm, topology, sum(layer_sizes) * base.DTYPE_BYTES)
+            return {"round_latency": c.round_latency, "fan_in": c.fan_in, "incast": c.incast}
+        return {"fan_in": fan_in_of.get(algorithm, fan_in), "round_latency": lat_of.get(algorithm, lat),
+                "incast": inc_of.get(algorithm, inc)}
     given = given_costs(s.compute)
     limits = dict(mode=s.mode, max_memory=s.max_memory_gb * 2**30 if s.max_memory_gb else None,
                   max_seconds=s.max_minutes * 60, round_latency=lat, reduce=s.reduce, fan_in=fan_in,
@@ -88,8 +101,7 @@ def requests(s: Sweep, measured: dict) -> list[tuple[Request, object]]:
         out = []
         for run in runs:
             m = measured.get((run.topology.name, run.spec or run.algorithm, run.model.spec))
-            extra = dict(limits, fan_in=fan_in_of.get(run.algorithm, fan_in),
-                         round_latency=lat_of.get(run.algorithm, lat), incast=inc_of.get(run.algorithm, inc))
+            extra = dict(limits, **charges(run.algorithm, run.topology.name, run.model.layer_sizes))
             if m is not None:
                 as_measured(run, m, cfg)
                 extra.update(replayed(base.get(run.algorithm), m, s.measured, given))
@@ -110,12 +122,23 @@ def requests(s: Sweep, measured: dict) -> list[tuple[Request, object]]:
     for topo in s.topo:
         spec.parse(topo)
         for n, o in base.parse_algos(s.algo):
-            reqs.append((Request(topo, base.spec_of(n, o), s.workers, s.servers, s.mb, s.bw, s.ecmp, s.placement,
-                                 model=s.model, link=link,
-                                 **(limits | {"fan_in": fan_in_of.get(n, fan_in), "round_latency": lat_of.get(n, lat),
-                                              "incast": inc_of.get(n, inc)})),
-                         None))
+            req = Request(topo, base.spec_of(n, o), s.workers, s.servers, s.mb, s.bw, s.ecmp, s.placement,
+                          model=s.model, link=link, **limits)
+            reqs.append((dataclasses.replace(req, **charges(n, topo, core.layer_sizes(req))), None))
     return reqs
+
+
+def calibrated(s: Sweep) -> dict | None:
+    """The calibration `s` names (calibration.load), or None; one line (ValueError) for an unknown
+    one or one given with what it sets."""
+    if s.calibration is None:
+        return None
+    typed = [o for o, v, default in (("--round-latency", s.round_latency, 0.0), ("--incast", s.incast, 0.0),
+                                     ("--fan-in", s.fan_in, 1.0)) if v not in (None, [], default)]
+    if typed:
+        raise ValueError(f"--calibration {s.calibration} sets {', '.join(typed)} itself; give either the calibration "
+                         "or the values")
+    return calibration.load(s.calibration)
 
 
 def round_latencies(values) -> tuple[float, dict]:
@@ -298,6 +321,8 @@ def run(s: Sweep, preps: list[Prepared], measured: dict, started: str, log=print
     summary = {"status": "running", "error": None, "simulated": True,
                "experiment": s.experiment or f"project {' '.join(s.topo)} {' '.join(s.algo)}",
                "started": started, "finished": None, "runs": [], "networks": [], "skipped": s.skipped}
+    if s.calibration:  # every run's own charges are in its record; this says where they come from
+        summary["calibration"] = calibration.load(s.calibration)
     runs = summary["runs"]
     try:
         for i, p in enumerate(preps, 1):

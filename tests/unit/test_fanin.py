@@ -314,17 +314,19 @@ def test_an_incast_start_up_recovers_a_known_one_from_its_fit_half_large_runs_on
 
     MB = 2**20
 
-    def row(meas, sim, fit, extra, algo="ps", size=4 * MB, rounds=2, superseded=None):
+    def row(meas, sim, fit, extra, algo="ps", size=4 * MB, rounds=2, superseded=None, workers=16):
         return {"algorithm": algo, "measured_seconds": meas, "fan_in_sim": sim, "rounds": rounds, "fit": fit,
-                "gradient_bytes": size, "superseded": superseded, "experiment": f"x{meas}", "extra_flows": extra}
+                "gradient_bytes": size, "superseded": superseded, "experiment": f"x{meas}", "extra_flows": extra,
+                "workers": workers}
 
     lat, c = 0.003, 0.015
-    rows = [row(1.0 + 2 * lat + c * 28, 1.0, True, 28), row(2.0 + 2 * lat + c * 14, 2.0, True, 14),
-            row(9.0, 1.0, False, 28),  # held out: never fitted on
+    rows = [row(1.0 + 2 * lat + c * 28, 1.0, True, 28), row(2.0 + 2 * lat + c * 14, 2.0, True, 14, workers=9),
+            row(9.0, 1.0, False, 28, workers=32),  # held out: never fitted on
             row(5.0, 1.0, True, 14, size=MB // 4),  # under 2 MiB: its flows do not stall, not fitted on
             row(7.0, 1.0, True, 28, superseded="sends first"), row(3.0, 1.0, True, 0, algo="ring", rounds=30)]
     inc = pt.incast_fit(rows, lat, ("ps",))
     assert inc["ps"]["seconds"] == pytest.approx(c) and inc["ps"]["runs"] == 2
+    assert inc["ps"]["max_workers"] == 16  # the largest P it was fitted on (the held-out 32 is not)
     assert [pt.charged_incast(r, inc) for r in rows] == [True, True, True, False, True, False]
     assert pt.incast_fit(rows, lat, ()) == {}  # the BBR validation: no algorithm takes one
     with pytest.raises(ValueError, match="no faithful fit-half ps run"):

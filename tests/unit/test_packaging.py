@@ -30,9 +30,10 @@ PROFILE = ("resnet50", 2)  # workloads/profiles/resnet50-b2.json
 
 def source_files() -> set[str]:
     """Wheel-relative paths every install must hold: each module of every package and
-    each shipped profile."""
+    each shipped profile and calibration."""
     files = {p for pkg in PACKAGES for p in (REPO / pkg).rglob("*.py") if "__pycache__" not in p.parts}
     files |= set((REPO / "workloads" / "profiles").glob("*.json"))
+    files |= set((REPO / "emulation" / "simulator" / "calibrations").glob("*.json"))
     return {p.relative_to(REPO).as_posix() for p in files}
 
 

@@ -928,7 +928,7 @@ def incast_fit(rows, lat: float, algos: tuple) -> dict:
         if not pts:
             raise ValueError(f"no faithful fit-half {algo} run of 2 MiB or more with converging flows to fit its "
                              "incast start-up on")
-        out[algo] = {"seconds": fit_round_latency(pts), "runs": len(pts),
+        out[algo] = {"seconds": fit_round_latency(pts), "runs": len(pts), "max_workers": max(r["workers"] for r in mine),
                      "experiments": sorted({r["experiment"] for r in mine})}
     return out
 
@@ -977,6 +977,27 @@ def _fan_in_rows(data: dict, fan: FanIn = BBR_FAN_IN) -> tuple[dict, float, list
                                + r["fan_in_incast"] * (r["extra_flows"] or 0))
         r["fan_in_ratio"] = common.ratio(r["fan_in_seconds"], r["measured_seconds"])
     return {**fit, "round_latency_by_algorithm": own, "incast_by_algorithm": inc}, lat, out
+
+
+def calibration_record(data: dict, fan: FanIn) -> dict:
+    """The fitted parameters of `fan`'s validation as a calibration file holds them
+    (emulation/simulator/calibration.py, `syncbed project --calibration`): L, e and each
+    executor's own e, the own L of OWN_LATENCY's executors and the incast start-up of
+    fan.incast's, each with the conditions under which the validation charges it
+    (`charged_own`, `charged_incast`)."""
+    fit, lat, rows = _fan_in_rows(data, fan)
+    own, inc = fit["round_latency_by_algorithm"], fit["incast_by_algorithm"]
+    return {"name": fan.cc, "congestion_control": fan.cc, "round_latency_seconds": lat,
+            "fan_in_efficiency": fit["fan_in_efficiency"],
+            "fan_in_by_algorithm": dict(sorted((fit.get("fan_in_by_algorithm") or {}).items())),
+            "round_latency_by_algorithm": {a: {"seconds": x["seconds"], "min_gradient_bytes": LATENCY_MIN_BYTES,
+                                               "min_bcube_n": 3, "runs": x["runs"]} for a, x in sorted(own.items())},
+            "incast_by_algorithm": {a: {"seconds": x["seconds"], "min_gradient_bytes": LATENCY_MIN_BYTES,
+                                        "runs": x["runs"], "max_workers_fitted": x["max_workers"]}
+                                    for a, x in sorted(inc.items())},
+            "folders": len(fan.folders), "faithful_runs": len(rows),
+            "source": f"docs/PROJECTION.md; docs/results/{fan.fit}/ and docs/results/{fan.runs}/",
+            "command": f"python scripts/fan_in.py calibration --cc {fan.cc}"}
 
 
 FAN_IN_EGRESS = "projection-fan-in-egress/summary.json"

@@ -1,0 +1,84 @@
+"""Fitted parameters for new projections: `syncbed project --calibration cubic` (issue #23).
+
+docs/PROJECTION.md validates the simulated form on measured runs with parameters fitted on
+one half of them: a start-up per message round L, a fan-in efficiency e (every algorithm's,
+and an executor's own), an executor's own L (BML's stages) and an incast start-up per
+converging flow (PS). Each is charged only where it was fitted: BML's own L at 2 MiB or more
+on BCube(n,k) with n >= 3, PS's incast start-up at 2 MiB or more. Typing them as
+`--round-latency`, `--fan-in` and `--incast` loses those conditions; a calibration keeps them.
+
+A calibration is a JSON file shipped with the package (calibrations/NAME.json, one per
+validation: the congestion control its hosts ran), written by
+`python scripts/fan_in.py calibration --cc NAME` from the same fit `syncbed docs` renders
+(`emulation/report/doctables/projection.py`, `calibration_record`); tests/unit/test_calibration.py
+checks that each file is what the docs' results give today and that it charges every
+validated run what the validation charged it. `parameters` is pure: (algorithm, topology,
+gradient bytes) -> what that projection is charged."""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+DIR = Path(__file__).resolve().parent / "calibrations"
+NAMES = ("bbr", "cubic")  # the validations of docs/PROJECTION.md, by their hosts' congestion control
+
+
+@dataclass(frozen=True)
+class Charges:
+    """What one projection is charged: `core.Request`'s round_latency, fan_in and incast."""
+
+    round_latency: float
+    fan_in: float
+    incast: float
+
+
+def _bcube_n(topology: str) -> int | None:
+    """n of "bcube(n,k)" or of a spec "bcube,n=N,k=K" (None for any other topology)."""
+    m = re.fullmatch(r"bcube\((\d+),(\d+)\)", topology or "") or re.search(r"^bcube,.*\bn=(\d+)", topology or "")
+    return int(m.group(1)) if m else None
+
+
+def parameters(cal: dict, algorithm: str, topology: str, gradient_bytes: int) -> Charges:
+    """What a projection of `algorithm` on `topology` (a name, "bcube(4,2)", or a spec,
+    "bcube,n=4,k=2") with a gradient of `gradient_bytes` is charged under calibration `cal`
+    (a loaded file): L, or the algorithm's own L where its conditions hold; the algorithm's
+    own e, else every algorithm's; its incast start-up where its conditions hold, else 0."""
+    lat = cal["round_latency_seconds"]
+    own = cal["round_latency_by_algorithm"].get(algorithm)
+    if own and gradient_bytes >= own["min_gradient_bytes"] and (_bcube_n(topology) or 0) >= own["min_bcube_n"]:
+        lat = own["seconds"]
+    inc = cal["incast_by_algorithm"].get(algorithm)
+    incast = inc["seconds"] if inc and gradient_bytes >= inc["min_gradient_bytes"] else 0.0
+    return Charges(lat, cal["fan_in_by_algorithm"].get(algorithm, cal["fan_in_efficiency"]), incast)
+
+
+def path(name: str) -> Path:
+    return DIR / f"{name}.json"
+
+
+def load(name: str) -> dict:
+    """The calibration `name` (one of NAMES); one line (ValueError) for another name or a missing file."""
+    if name not in NAMES:
+        raise ValueError(f"--calibration {name!r} is not one; give one of {', '.join(NAMES)} "
+                         "(the validations of docs/PROJECTION.md, by the hosts' congestion control)")
+    p = path(name)
+    try:
+        return json.loads(p.read_text())
+    except (OSError, ValueError) as e:
+        raise ValueError(f"calibration {name}: {p} is unreadable ({e}); "
+                         f"make it with `python scripts/fan_in.py calibration --cc {name}`") from e
+
+
+def describe(cal: dict) -> str:
+    """One line for a report: the calibration's name, its parameters and where they were fitted."""
+    own = "".join(f", {a.upper()}'s own L {x['seconds'] * 1e3:.1f} ms (at {x['min_gradient_bytes'] / 2**20:g} MiB or "
+                  f"more, BCube n >= {x['min_bcube_n']})" for a, x in sorted(cal["round_latency_by_algorithm"].items()))
+    es = "".join(f", {a} e = {v:.3f}" for a, v in sorted(cal["fan_in_by_algorithm"].items()))
+    inc = "".join(f", {a.upper()}'s incast start-up {x['seconds'] * 1e3:.1f} ms per converging flow beyond the first "
+                  f"(at {x['min_gradient_bytes'] / 2**20:g} MiB or more; fitted on runs of up to "
+                  f"{x['max_workers_fitted']} workers)" for a, x in sorted(cal["incast_by_algorithm"].items()))
+    return (f"calibration {cal['name']} (hosts running {cal['congestion_control'].upper()}): "
+            f"L {cal['round_latency_seconds'] * 1e3:.2f} ms per round{own}, e = {cal['fan_in_efficiency']:.3f}{es}{inc}; "
+            f"fitted on the fit half of {cal['folders']} measured folders ({cal['source']})")

@@ -1,0 +1,99 @@
+"""`syncbed project --calibration` (emulation/simulator/calibration.py): the shipped files are
+what docs/results gives today, they charge every validated run what the validation charged
+it, and the sweep applies them per run (no SimGrid needed)."""
+import json
+from pathlib import Path
+
+import pytest
+
+from emulation.report import docs
+from emulation.report.doctables import projection as pt
+from emulation.simulator import calibration, sweep
+
+RESULTS = Path(__file__).resolve().parents[2] / "docs/results"
+MB = 2**20
+CAL = {"name": "x", "congestion_control": "x", "round_latency_seconds": 0.003, "fan_in_efficiency": 0.6,
+       "fan_in_by_algorithm": {"ps": 1.0, "forest": 0.9},
+       "round_latency_by_algorithm": {"bml": {"seconds": 0.006, "min_gradient_bytes": 2 * MB, "min_bcube_n": 3}},
+       "incast_by_algorithm": {"ps": {"seconds": 0.013, "min_gradient_bytes": 2 * MB}}}
+
+
+@pytest.mark.parametrize("algo,topo,size,want", [
+    ("bml", "bcube(4,2)", 4 * MB, (0.006, 0.6, 0.0)),
+    ("bml", "bcube,n=3,k=2", 2 * MB, (0.006, 0.6, 0.0)),  # a spec as --topo gives it
+    ("bml", "bcube(2,3)", 4 * MB, (0.003, 0.6, 0.0)),  # one flow into each NIC per stage: L
+    ("bml", "bcube(4,2)", 2 * MB - 4, (0.003, 0.6, 0.0)),  # below 2 MiB: L
+    ("ps", "fattree(4)", 2 * MB, (0.003, 1.0, 0.013)),
+    ("ps", "fattree(4)", MB, (0.003, 1.0, 0.0)),  # LeNet-5's size: no incast start-up
+    ("forest", "bcube(4,2)", 4 * MB, (0.003, 0.9, 0.0)),
+    ("ring", "fattree,k=8", 4 * MB, (0.003, 0.6, 0.0)),
+])
+def test_parameters_charge_each_value_where_it_was_fitted(algo, topo, size, want):
+    c = calibration.parameters(CAL, algo, topo, size)
+    assert (c.round_latency, c.fan_in, c.incast) == want
+
+
+def test_an_unknown_calibration_is_refused_in_one_line():
+    with pytest.raises(ValueError, match=r"'reno' is not one; give one of bbr, cubic"):
+        calibration.load("reno")
+
+
+@pytest.mark.parametrize("fan", [pt.BBR_FAN_IN, pt.CUBIC_FAN_IN], ids=lambda f: f.cc)
+def test_the_shipped_file_is_what_the_results_give_and_charges_each_run_as_the_validation(fan):
+    data = docs.load_sources(RESULTS, fan.sources)
+    want = json.loads(json.dumps(pt.calibration_record(data, fan)))
+    assert calibration.load(fan.cc) == want, f"rerun `python scripts/fan_in.py calibration --cc {fan.cc}`"
+    _, _, rows = pt._fan_in_rows(data, fan)
+    assert rows
+    for r in rows:
+        c = calibration.parameters(want, r["algorithm"], r["topology"], r["gradient_bytes"])
+        assert (c.round_latency, c.fan_in, c.incast) == (r["fan_in_l"], r["fan_in_e"], r["fan_in_incast"]), r["experiment"]
+
+
+def test_the_cubic_file_charges_ps_an_incast_start_up_and_bml_its_own_latency():
+    cal = calibration.load("cubic")
+    assert cal["incast_by_algorithm"]["ps"]["seconds"] > 0 and cal["fan_in_by_algorithm"]["ps"] == 1.0
+    assert cal["round_latency_by_algorithm"]["bml"]["seconds"] > 0
+    assert "cubic" in calibration.describe(cal) and "per converging flow" in calibration.describe(cal)
+
+
+def test_the_sweep_charges_each_request_its_calibrated_values():
+    cal = calibration.load("cubic")
+    s = sweep.Sweep(topo=["bcube,n=4,k=2"], algo=["bml,ps,ring"], mb=4.0, calibration="cubic")
+    reqs = {r.algo: r for r, _ in sweep.requests(s, {})}
+    assert reqs["bml"].round_latency == cal["round_latency_by_algorithm"]["bml"]["seconds"]
+    assert reqs["ps"].incast == cal["incast_by_algorithm"]["ps"]["seconds"] and reqs["ps"].fan_in == 1.0
+    assert (reqs["ring"].round_latency, reqs["ring"].fan_in, reqs["ring"].incast) == (
+        cal["round_latency_seconds"], cal["fan_in_efficiency"], 0.0)
+    small = sweep.Sweep(topo=["bcube,n=4,k=2"], algo=["ps"], mb=1.0, calibration="cubic")
+    assert [r.incast for r, _ in sweep.requests(small, {})] == [0.0]
+
+
+@pytest.mark.parametrize("typed", [{"round_latency": ["0.003"]}, {"incast": ["ps=0.01"]}, {"fan_in": ["0.7"]}])
+def test_a_calibration_with_the_values_it_sets_is_refused(typed):
+    s = sweep.Sweep(topo=["fattree,k=4"], algo=["ps"], calibration="cubic", **typed)
+    with pytest.raises(ValueError, match=r"--calibration cubic sets --\S+ itself; give either"):
+        sweep.requests(s, {})
+
+
+@pytest.mark.skipif(__import__("emulation.simulator.core", fromlist=["x"]).simgrid_available() is not None,
+                    reason="SimGrid is not importable")
+def test_syncbed_project_with_a_calibration_charges_it_and_says_so(tmp_path):
+    """End to end in SimGrid: PS on BCube(3,2) at 4 MiB pays L per round and its incast start-up
+    per extra converging flow over the bandwidth term; the report names the calibration."""
+    from emulation import cli
+
+    cal = calibration.load("cubic")
+    assert cli.main(["project", "--topo", "bcube,n=3,k=2", "--algo", "ps", "--mb", "4", "--bw", "20",
+                     "--out", str(tmp_path / "plain")]) == 0
+    assert cli.main(["project", "--topo", "bcube,n=3,k=2", "--algo", "ps", "--mb", "4", "--bw", "20",
+                     "--calibration", "cubic", "--out", str(tmp_path / "cal")]) == 0
+    plain, got = (json.loads((tmp_path / d / "summary.json").read_text()) for d in ("plain", "cal"))
+    r0, r = plain["runs"][0], got["runs"][0]
+    inc = cal["incast_by_algorithm"]["ps"]["seconds"]
+    assert r["extra_flows_per_sync"] == 2 * 7  # 8 flows into each NIC 0, push and pull
+    assert r["median_sync_seconds"] == pytest.approx(r0["median_sync_seconds"] + cal["round_latency_seconds"]
+                                                     * r["rounds_per_sync"] + inc * 14, rel=1e-6)
+    assert got["calibration"] == cal
+    assert "Charged by `--calibration`, each where it was fitted: calibration cubic" in \
+        (tmp_path / "cal" / "report.md").read_text()
