@@ -154,9 +154,18 @@ def render(summary: dict, plots: list[Path]) -> str:
         if summary.get("calibration"):
             from emulation.simulator.calibration import describe
 
-            lines += [f"Charged by `--calibration`, each where it was fitted: {describe(summary['calibration'])}. "
+            cal = summary["calibration"]
+            lines += [f"Charged by `--calibration`, each where it was fitted: {describe(cal)}. "
                       "Each run's own values are in summary.json (round_latency_seconds, incast_seconds, "
                       "network_model's fan_in_efficiency).", ""]
+            beyond = [r for r in runs if r.get("incast_seconds") and r.get("workers", 0)
+                      > cal["incast_by_algorithm"].get(r.get("algorithm"), {}).get("max_workers_fitted", float("inf"))]
+            if beyond:
+                which = ", ".join(sorted({f"{r['algorithm'].upper()} at P = {r['workers']}" for r in beyond}))
+                lines += [f"**Beyond the fitted range:** {which} "
+                          "converge more flows on a NIC than the incast start-up was fitted on; the emulation "
+                          "measured PS losing more than its line there (docs/PROJECTION.md, \"The PS scan\"), "
+                          "so these are readings from below.", ""]
         lines += ["## Runs", ""]
         lines += table(["topology", "P", "algorithm", "model", "sync s", "iteration s", "bound s", "x bound",
                         "bytes = closed form", "simulator wall s", "SimGrid CPU s"], run_rows(runs))

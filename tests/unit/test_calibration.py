@@ -97,3 +97,20 @@ def test_syncbed_project_with_a_calibration_charges_it_and_says_so(tmp_path):
     assert got["calibration"] == cal
     assert "Charged by `--calibration`, each where it was fitted: calibration cubic" in \
         (tmp_path / "cal" / "report.md").read_text()
+
+
+def test_the_report_says_when_ps_converges_more_flows_than_the_incast_start_up_was_fitted_on():
+    from emulation.report.projection import render
+
+    cal = calibration.load("cubic")
+    most = cal["incast_by_algorithm"]["ps"]["max_workers_fitted"]
+
+    def report(p):
+        run = {"topology": "fattree(6)", "algorithm": "ps", "algo_spec": "ps", "workers": p, "model": "synthetic,mb=2",
+               "incast_seconds": cal["incast_by_algorithm"]["ps"]["seconds"], "round_latency_seconds": 0.003,
+               "median_sync_seconds": 1.0, "bound_seconds": 0.9,
+               "simulator": {"network_model": {"name": "CM02"}}}
+        return render({"experiment": "x", "status": "ok", "runs": [run], "calibration": cal}, [])
+
+    assert "Beyond the fitted range" not in report(most)
+    assert f"**Beyond the fitted range:** PS at P = {most + 8} converge" in report(most + 8)
