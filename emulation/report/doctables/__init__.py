@@ -37,7 +37,7 @@ from emulation.report.doctables.projection import (
     projection_fan_in_egress, projection_fan_in_options, projection_fan_in_shape, projection_latency_fit, projection_runtimes,
     projection_runtimes_all, projection_selection_probe, projection_small_messages, projection_sweep,
     projection_validation, ps_recv_first, simgrid_step_cost, projection_cubic_latency_fit,
-    projection_cubic_fan_in, projection_tcp_cc)
+    projection_cubic_fan_in, projection_tcp_cc, PS_SCAN_SOURCES, projection_ps_incast_scan)
 from emulation.report.doctables.papers_scale import (
     FOREST_SCALE, GTOPK_SCALE, MGWFBP_SCALE, projection_forest_scale, projection_gtopk_scale, projection_mgwfbp_scale)
 from emulation.report.doctables.results import (
@@ -90,6 +90,7 @@ TABLES = {t.id: t for t in [
     Table("projection-fan-in", FAN_IN_SOURCES, projection_fan_in),
     Table("projection-cubic-latency-fit", CUBIC_SOURCES, projection_cubic_latency_fit),
     Table("projection-cubic-fan-in", CUBIC_FAN_IN_SOURCES, projection_cubic_fan_in),
+    Table("projection-ps-incast-scan", PS_SCAN_SOURCES, projection_ps_incast_scan),
     Table("projection-tcp-cc", TCP_CC_SOURCES, projection_tcp_cc),
     Table("projection-blocksparse-receives", FAN_IN_SOURCES, projection_blocksparse_receives),
     Table("projection-blocksparse-fitted", FAN_IN_SOURCES, projection_blocksparse_fitted),

@@ -97,7 +97,9 @@ PROJECTED = ("default", "bml-bcube32-vs-ps-fattree", "bml-bcube42-vs-ps-fattree"
 # fresh-clone CI: PS against P on the two-level Fat-Tree (experiments/ps_incast_fattree.yaml;
 # P = 4 and 8 held out, 12 fit), forest scenarios 2 and 5 dilated (fit), gTop-k on ResNet-50
 # (held out) and VGG-16 (fit) at P = 16, MG-WFBP's GoogLeNet at 16 workers (fit) and ResNet-50
-# at 8 (held out).
+# at 8 (held out). 2026-12-02 11:38-12:20, after a fresh-clone CI: PS against P on Fat-Tree k=6
+# (experiments/ps_incast_fattree6.yaml; P = 24 and 32 held out, 8 and 16 fit), MG-WFBP's
+# DenseNet-201 at 8 workers (fit) and forest scenario 5 at half speed (held out).
 CUBIC_FOLDERS = ("tcp-cc/hd-cubic", "tcp-cc/default-cubic", "tcp-cc/bml-bcube32-vs-ps-fattree-cubic",
                  "tcp-cc/bml-bcube32-vs-ps-fattree-cubic-r2", "tcp-cc/bml-bcube42-vs-ps-fattree-cubic",
                  "tcp-cc/bml-bcube42-vs-ps-fattree-cubic-r2",
@@ -111,7 +113,10 @@ CUBIC_FOLDERS = ("tcp-cc/hd-cubic", "tcp-cc/default-cubic", "tcp-cc/bml-bcube32-
                      "gtopk-vgg16-p8-cubic", "forest-s5-bcube-slow-level-cubic", "mgwfbp-fattree4-cubic",
                      "bml-stages-bcube24-5mbit", "ps-scan-p4-cubic", "ps-scan-p8-cubic", "ps-scan-p12-cubic",
                      "forest-s2-slow-hosts-cubic", "forest-s5-dilated-cubic", "gtopk-resnet50-p16-cubic",
-                     "gtopk-vgg16-p16-cubic", "mgwfbp-fattree16-googlenet-cubic", "mgwfbp-fattree8-resnet50-cubic")))
+                     "gtopk-vgg16-p16-cubic", "mgwfbp-fattree16-googlenet-cubic", "mgwfbp-fattree8-resnet50-cubic",
+                     # 2026-12-02 afternoon: the PS scan on Fat-Tree k=6 (beyond 15 flows into a NIC)
+                     "ps-scan-p24-cubic", "ps-scan-p32-cubic", "ps-scan-k6-p16-cubic", "ps-scan-k6-p8-cubic",
+                     "mgwfbp-fattree8-densenet201-cubic", "forest-s5-half-speed-cubic")))
 
 
 def host_tcp(run: dict) -> str:
@@ -998,6 +1003,54 @@ def calibration_record(data: dict, fan: FanIn) -> dict:
             "folders": len(fan.folders), "faithful_runs": len(rows),
             "source": f"docs/PROJECTION.md; docs/results/{fan.fit}/ and docs/results/{fan.runs}/",
             "command": f"python scripts/fan_in.py calibration --cc {fan.cc}"}
+
+
+# The PS scan (experiments/ps_incast_fattree.yaml on Fat-Tree k=4, ps_incast_fattree6.yaml on
+# k=6): PS alone against P on a non-blocking Fat-Tree, P - 1 flows into each NIC per phase.
+# (folder, PS run's folder): the run's capture.json holds the hosts' TCP counters.
+PS_SCAN = (("tcp-cc/ps-scan-p4-cubic", "01-fattree-4-ps-synthetic"),
+           ("tcp-cc/ps-scan-p8-cubic", "01-fattree-4-ps-synthetic"),
+           ("tcp-cc/ps-scan-p12-cubic", "01-fattree-4-ps-synthetic"),
+           ("tcp-cc/ps-scan-k6-p8-cubic", "01-fattree-6-ps-synthetic"),
+           ("tcp-cc/ps-scan-k6-p16-cubic", "01-fattree-6-ps-synthetic"),
+           ("tcp-cc/ps-scan-p24-cubic", "01-fattree-6-ps-synthetic"),
+           ("tcp-cc/ps-scan-p32-cubic", "01-fattree-6-ps-synthetic"))
+PS_SCAN_SOURCES = CUBIC_FAN_IN_SOURCES + tuple(f"{f}/{d}/capture.json" for f, d in PS_SCAN)
+
+
+def projection_ps_incast_scan(data: dict) -> list[str]:
+    """PS against P (the PS scan): measured, the flow model with L, what PS lost beyond it per
+    sync and per flow into a NIC beyond the first, what the incast start-up charged, and the
+    hosts' TCP retransmission timeouts per sync (capture.json's counters over the run, warm-up
+    included, so divided by every sync it ran)."""
+    fit, lat, rows = _fan_in_rows(data, CUBIC_FAN_IN)
+    c = fit["incast_by_algorithm"]["ps"]["seconds"]
+    by = {r["folder"]: r for r in rows if r["algorithm"] == "ps"}
+    cells = []
+    for folder, run_dir in PS_SCAN:
+        r = by.get(folder)
+        if r is None:
+            raise ValueError(f"docs/results/{folder}: no faithful PS run in the CUBIC validation")
+        tcp = ((data[f"{folder}/{run_dir}/capture.json"].get("queue_drops") or {}).get("tcp") or {})
+        tcp = tcp.get("total") or tcp
+        syncs = (num(r["run"].get("iters")) or 0) + (num(r["run"].get("warmup")) or 0)
+        model = r["fan_in_sim"] + lat * (r["rounds"] or 0)
+        lost = r["measured_seconds"] - model
+        extra = r["extra_flows"] or 0
+        cells.append([f"`{folder.split('/')[-1]}`", "fit" if r["fit"] else "held out", str(r["workers"]),
+                      f"{r['gradient_bytes'] / MB:g} MiB, {fmt(num(r['run'].get('link_mbps')), 'g')} Mbit/s",
+                      str(r["workers"] - 1), fmt(r["measured_seconds"], ".2f"), fmt(model, ".2f"), fmt(lost, ".2f"),
+                      fmt(c * extra, ".2f"), f"{lost / extra * 1e3:.1f}" if extra else NA,
+                      fmt(r["fan_in_ratio"], ".2f"),
+                      fmt(num(tcp.get("TCPTimeouts")) / syncs, ".0f") if syncs and tcp.get("TCPTimeouts") is not None
+                      else NA, pct(num(r["run"].get("retransmitted_fraction")))])
+    return table(["file", "half", "P", "gradient, links", "flows into a NIC per phase", "measured s",
+                  "flow model + L x rounds s", "lost s per sync", "incast start-up charged s",
+                  "lost per extra flow ms", "sim/meas with it", "TCP timeouts per sync (all hosts)",
+                  "retransmitted"], cells) + [
+        "", f"The incast start-up: {c * 1e3:.1f} ms per flow into a NIC beyond the first, "
+            f"{fit['incast_by_algorithm']['ps']['runs']} fit-half PS runs of up to "
+            f"{fit['incast_by_algorithm']['ps']['max_workers']} workers."]
 
 
 FAN_IN_EGRESS = "projection-fan-in-egress/summary.json"
