@@ -34,7 +34,7 @@ class Charges:
     incast: float
 
 
-def _bcube_n(topology: str) -> int | None:
+def bcube_n(topology: str) -> int | None:
     """n of "bcube(n,k)" or of a spec "bcube,n=N,k=K" (None for any other topology)."""
     m = re.fullmatch(r"bcube\((\d+),(\d+)\)", topology or "") or re.search(r"^bcube,.*\bn=(\d+)", topology or "")
     return int(m.group(1)) if m else None
@@ -47,7 +47,7 @@ def parameters(cal: dict, algorithm: str, topology: str, gradient_bytes: int) ->
     own e, else every algorithm's; its incast start-up where its conditions hold, else 0."""
     lat = cal["round_latency_seconds"]
     own = cal["round_latency_by_algorithm"].get(algorithm)
-    if own and gradient_bytes >= own["min_gradient_bytes"] and (_bcube_n(topology) or 0) >= own["min_bcube_n"]:
+    if own and gradient_bytes >= own["min_gradient_bytes"] and (bcube_n(topology) or 0) >= own["min_bcube_n"]:
         lat = own["seconds"]
     inc = cal["incast_by_algorithm"].get(algorithm)
     incast = inc["seconds"] if inc and gradient_bytes >= inc["min_gradient_bytes"] else 0.0

@@ -8,6 +8,7 @@ from emulation.report.doctables.cells import find, pct, runs_of, span, spread, v
 from emulation.report.doctables.forest import FOREST
 from emulation.results.columns import NA, fmt, table
 from emulation.results.load import MB, num
+from emulation.simulator.calibration import bcube_n
 
 
 # experiments/dfs_resnet18_digits.yaml run again on 2026-11-28: four times with 40 iterations, then
@@ -873,14 +874,6 @@ def fan_in_split(rows) -> tuple[list, list]:
 OWN_LATENCY = ("bml",)
 
 
-def _bcube_n(topology: str) -> int | None:
-    """n of a row's "bcube(n,k)" topology (None for any other)."""
-    import re
-
-    m = re.fullmatch(r"bcube\((\d+),(\d+)\)", topology or "")
-    return int(m.group(1)) if m else None
-
-
 def charged_own(r: dict) -> bool:
     """Whether a row's rounds take its executor's own L: an OWN_LATENCY algorithm, 2 MiB or more
     (as L is fitted there: below, a BML stage is latency-bound and its rounds cost what a ring's
@@ -888,7 +881,7 @@ def charged_own(r: dict) -> bool:
     send to each NIC at once, n >= 3; with n = 2 its stages cost a fraction of that, BCube(2,3)).
     Read off the topology's name because BML runs on BCube only."""
     return (r["algorithm"] in OWN_LATENCY and r["gradient_bytes"] >= LATENCY_MIN_BYTES
-            and (_bcube_n(r["topology"]) or 0) >= 3)
+            and (bcube_n(r["topology"]) or 0) >= 3)
 
 
 def own_latency(rows, lat: float) -> dict:
@@ -1404,7 +1397,7 @@ def _stage_startups(rows) -> str:
     by: dict = {}
     for r in rows:
         if r["algorithm"] in OWN_LATENCY and r["gradient_bytes"] >= LATENCY_MIN_BYTES and r["rounds"]:
-            by.setdefault(_bcube_n(r["topology"]), []).append((r["measured_seconds"] - r["fan_in_sim"]) / r["rounds"])
+            by.setdefault(bcube_n(r["topology"]), []).append((r["measured_seconds"] - r["fan_in_sim"]) / r["rounds"])
     parts = [f"n = {n} ({n - 1} flow{'' if n == 2 else 's'} into each NIC per stage): median "
              f"{statistics.median(v) * 1e3:.1f} ms, {min(v) * 1e3:.1f}-{max(v) * 1e3:.1f} ms ({len(v)} "
              f"run{'' if len(v) == 1 else 's'})" for n, v in sorted(by.items())]
