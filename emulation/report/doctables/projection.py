@@ -117,7 +117,11 @@ CUBIC_FOLDERS = ("tcp-cc/hd-cubic", "tcp-cc/default-cubic", "tcp-cc/bml-bcube32-
                      "gtopk-vgg16-p16-cubic", "mgwfbp-fattree16-googlenet-cubic", "mgwfbp-fattree8-resnet50-cubic",
                      # 2026-12-02 afternoon: the PS scan on Fat-Tree k=6 (beyond 15 flows into a NIC)
                      "ps-scan-p24-cubic", "ps-scan-p32-cubic", "ps-scan-k6-p16-cubic", "ps-scan-k6-p8-cubic",
-                     "mgwfbp-fattree8-densenet201-cubic", "forest-s5-half-speed-cubic")))
+                     "mgwfbp-fattree8-densenet201-cubic", "forest-s5-half-speed-cubic",
+                     # 12:47-12:57: the k=6 scan at 20 Mbit/s (P = 8 fit, 16 held out and not faithful) and
+                     # 5 Mbit/s (P = 24 held out), and P = 24 at 10 Mbit/s again (fit)
+                     "ps-scan-k6-p8-bw20-cubic", "ps-scan-k6-p16-bw20-cubic", "ps-scan-p24-bw5-cubic",
+                     "ps-scan-p24-cubic-r2")))
 
 
 def host_tcp(run: dict) -> str:
@@ -1007,7 +1011,12 @@ PS_SCAN = (("tcp-cc/ps-scan-p4-cubic", "01-fattree-4-ps-synthetic"),
            ("tcp-cc/ps-scan-k6-p8-cubic", "01-fattree-6-ps-synthetic"),
            ("tcp-cc/ps-scan-k6-p16-cubic", "01-fattree-6-ps-synthetic"),
            ("tcp-cc/ps-scan-p24-cubic", "01-fattree-6-ps-synthetic"),
-           ("tcp-cc/ps-scan-p32-cubic", "01-fattree-6-ps-synthetic"))
+           ("tcp-cc/ps-scan-p24-cubic-r2", "01-fattree-6-ps-synthetic"),
+           ("tcp-cc/ps-scan-p32-cubic", "01-fattree-6-ps-synthetic"),
+           # the same file at other link rates (--bw): does the loss per flow follow the rate?
+           ("tcp-cc/ps-scan-k6-p8-bw20-cubic", "01-fattree-6-ps-synthetic"),
+           ("tcp-cc/ps-scan-k6-p16-bw20-cubic", "01-fattree-6-ps-synthetic"),
+           ("tcp-cc/ps-scan-p24-bw5-cubic", "01-fattree-6-ps-synthetic"))
 PS_SCAN_SOURCES = CUBIC_FAN_IN_SOURCES + tuple(f"{f}/{d}/capture.json" for f, d in PS_SCAN)
 
 
@@ -1022,8 +1031,14 @@ def projection_ps_incast_scan(data: dict) -> list[str]:
     cells = []
     for folder, run_dir in PS_SCAN:
         r = by.get(folder)
-        if r is None:
-            raise ValueError(f"docs/results/{folder}: no faithful PS run in the CUBIC validation")
+        if r is None:  # not faithful: shown, with its verdict, and nothing compared
+            m = find(runs_of(data, f"{folder}/summary.json"), folder, spec="ps")
+            half = "fit" if in_fit_half(projected_name(folder)) else "held out"
+            cells.append([f"`{folder.split('/')[-1]}`", f"{half}, faithful: {verdict(m)}", str(m["workers"]),
+                          f"{num(m['gradient_bytes']) / MB:g} MiB, {fmt(num(m.get('link_mbps')), 'g')} Mbit/s",
+                          str(m["workers"] - 1), fmt(num(m.get("median_sync_seconds")), ".2f"),
+                          *[NA] * 5, NA, pct(num(m.get("retransmitted_fraction")))])
+            continue
         tcp = ((data[f"{folder}/{run_dir}/capture.json"].get("queue_drops") or {}).get("tcp") or {})
         tcp = tcp.get("total") or tcp
         syncs = (num(r["run"].get("iters")) or 0) + (num(r["run"].get("warmup")) or 0)
