@@ -91,7 +91,7 @@ def requests(s: Sweep, measured: dict) -> list[tuple[Request, object]]:
                 "incast": inc_of.get(algorithm, inc)}
     given = given_costs(s.compute)
     limits = dict(mode=s.mode, max_memory=s.max_memory_gb * 2**30 if s.max_memory_gb else None,
-                  max_seconds=s.max_minutes * 60, round_latency=lat, reduce=s.reduce, fan_in=fan_in,
+                  max_seconds=s.max_minutes * 60, reduce=s.reduce,  # round_latency, fan_in, incast: charges()
                   compute=tuple(sorted(given.items())), compute_source="given (--compute)" if given else "")
     if s.experiment:
         from emulation import config

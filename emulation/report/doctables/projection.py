@@ -98,9 +98,9 @@ PROJECTED = ("default", "bml-bcube32-vs-ps-fattree", "bml-bcube42-vs-ps-fattree"
 # fresh-clone CI: PS against P on the two-level Fat-Tree (experiments/ps_incast_fattree.yaml;
 # P = 4 and 8 held out, 12 fit), forest scenarios 2 and 5 dilated (fit), gTop-k on ResNet-50
 # (held out) and VGG-16 (fit) at P = 16, MG-WFBP's GoogLeNet at 16 workers (fit) and ResNet-50
-# at 8 (held out). 2026-12-02 11:38-12:20, after a fresh-clone CI: PS against P on Fat-Tree k=6
-# (experiments/ps_incast_fattree6.yaml; P = 24 and 32 held out, 8 and 16 fit), MG-WFBP's
-# DenseNet-201 at 8 workers (fit) and forest scenario 5 at half speed (held out).
+# at 8 (held out). 2026-12-02 11:38-12:03 and 12:47-12:57, each after a fresh-clone CI: PS
+# against P on Fat-Tree k=6 (experiments/ps_incast_fattree6.yaml, halves in the comments below),
+# MG-WFBP's DenseNet-201 at 8 workers (fit) and forest scenario 5 at half speed (held out).
 CUBIC_FOLDERS = ("tcp-cc/hd-cubic", "tcp-cc/default-cubic", "tcp-cc/bml-bcube32-vs-ps-fattree-cubic",
                  "tcp-cc/bml-bcube32-vs-ps-fattree-cubic-r2", "tcp-cc/bml-bcube42-vs-ps-fattree-cubic",
                  "tcp-cc/bml-bcube42-vs-ps-fattree-cubic-r2",
@@ -115,7 +115,7 @@ CUBIC_FOLDERS = ("tcp-cc/hd-cubic", "tcp-cc/default-cubic", "tcp-cc/bml-bcube32-
                      "bml-stages-bcube24-5mbit", "ps-scan-p4-cubic", "ps-scan-p8-cubic", "ps-scan-p12-cubic",
                      "forest-s2-slow-hosts-cubic", "forest-s5-dilated-cubic", "gtopk-resnet50-p16-cubic",
                      "gtopk-vgg16-p16-cubic", "mgwfbp-fattree16-googlenet-cubic", "mgwfbp-fattree8-resnet50-cubic",
-                     # 2026-12-02 afternoon: the PS scan on Fat-Tree k=6 (beyond 15 flows into a NIC)
+                     # 11:38-12:03: the PS scan on Fat-Tree k=6 at 10 Mbit/s (P = 24, 32 held out; 8, 16 fit)
                      "ps-scan-p24-cubic", "ps-scan-p32-cubic", "ps-scan-k6-p16-cubic", "ps-scan-k6-p8-cubic",
                      "mgwfbp-fattree8-densenet201-cubic", "forest-s5-half-speed-cubic",
                      # 12:47-12:57: the k=6 scan at 20 Mbit/s (P = 8 fit, 16 held out and not faithful) and
@@ -876,6 +876,7 @@ def fan_in_split(rows) -> tuple[list, list]:
 # (4,2)), where an e of its own, a share of the bytes, overshot; on BCube(2,3), one flow into
 # each NIC per stage, its stages cost a fraction of that (docs/PROJECTION.md, "Fan-in").
 OWN_LATENCY = ("bml",)
+OWN_LATENCY_MIN_BCUBE_N = 3  # n - 1 >= 2 flows into each NIC per stage (`charged_own`)
 
 
 def charged_own(r: dict) -> bool:
@@ -885,7 +886,7 @@ def charged_own(r: dict) -> bool:
     send to each NIC at once, n >= 3; with n = 2 its stages cost a fraction of that, BCube(2,3)).
     Read off the topology's name because BML runs on BCube only."""
     return (r["algorithm"] in OWN_LATENCY and r["gradient_bytes"] >= LATENCY_MIN_BYTES
-            and (bcube_n(r["topology"]) or 0) >= 3)
+            and (bcube_n(r["topology"]) or 0) >= OWN_LATENCY_MIN_BCUBE_N)
 
 
 def own_latency(rows, lat: float) -> dict:
@@ -993,7 +994,7 @@ def calibration_record(data: dict, fan: FanIn) -> dict:
             "fan_in_efficiency": fit["fan_in_efficiency"],
             "fan_in_by_algorithm": dict(sorted((fit.get("fan_in_by_algorithm") or {}).items())),
             "round_latency_by_algorithm": {a: {"seconds": x["seconds"], "min_gradient_bytes": LATENCY_MIN_BYTES,
-                                               "min_bcube_n": 3, "runs": x["runs"]} for a, x in sorted(own.items())},
+                                               "min_bcube_n": OWN_LATENCY_MIN_BCUBE_N, "runs": x["runs"]} for a, x in sorted(own.items())},
             "incast_by_algorithm": {a: {"seconds": x["seconds"], "min_gradient_bytes": LATENCY_MIN_BYTES,
                                         "runs": x["runs"], "max_workers_fitted": x["max_workers"]}
                                     for a, x in sorted(inc.items())},
@@ -1037,7 +1038,7 @@ def projection_ps_incast_scan(data: dict) -> list[str]:
             cells.append([f"`{folder.split('/')[-1]}`", f"{half}, faithful: {verdict(m)}", str(m["workers"]),
                           f"{num(m['gradient_bytes']) / MB:g} MiB, {fmt(num(m.get('link_mbps')), 'g')} Mbit/s",
                           str(m["workers"] - 1), fmt(num(m.get("median_sync_seconds")), ".2f"),
-                          *[NA] * 5, NA, pct(num(m.get("retransmitted_fraction")))])
+                          *[NA] * 6, pct(num(m.get("retransmitted_fraction")))])
             continue
         tcp = ((data[f"{folder}/{run_dir}/capture.json"].get("queue_drops") or {}).get("tcp") or {})
         tcp = tcp.get("total") or tcp
