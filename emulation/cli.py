@@ -94,6 +94,13 @@ def _tcp_cc_problem(name: str) -> str | None:
     return tcp_cc_problem(name, cc["available"], cc.get("allowed", ""))
 
 
+def _tcp_rto_min_problem(ms: int | None) -> str | None:
+    """This kernel cannot set the hosts' minimum RTO (network.tcp_rto_min_problem)."""
+    from emulation.network import tcp_rto_min_problem
+
+    return tcp_rto_min_problem(ms)
+
+
 def cmd_run(args) -> int:
     from emulation import config
     from topologies.spec import emulation_problem
@@ -107,7 +114,8 @@ def cmd_run(args) -> int:
                           capture=False if args.no_capture else None,
                           crash=_crash(args.inject_crash), link_down=_link_down(args.link_down),
                           link_bw=_link_bw(args.link_bw), background=args.background, mtu=args.mtu,
-                          switch_priority=args.switch_priority, tcp_cc=args.tcp_cc)
+                          switch_priority=args.switch_priority, tcp_cc=args.tcp_cc,
+                          tcp_rto_min_ms=args.tcp_rto_min)
         if args.dilation_x is not None:
             if not cfg.real_setting:
                 raise ValueError("--dilation-x needs an experiment with a real_setting (it dilates that "
@@ -125,7 +133,8 @@ def cmd_run(args) -> int:
         print(f"syncbed: {e}", file=sys.stderr)
         return 2
     # root first (nobody else can write results/), then the results folder, then the rest
-    problem = _root_problem() or _out_problem(cfg.out) or _environment_problem() or _tcp_cc_problem(cfg.tcp_cc)
+    problem = (_root_problem() or _out_problem(cfg.out) or _environment_problem() or _tcp_cc_problem(cfg.tcp_cc)
+               or _tcp_rto_min_problem(cfg.tcp_rto_min_ms))
     if problem:
         print(f"syncbed: {problem}", file=sys.stderr)
         return 2
@@ -566,6 +575,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--tcp-cc", metavar="NAME",
                    help="TCP congestion control of every emulated host (default cubic, Linux's; bbr, reno, ... "
                         "as this kernel has them; docs/FIDELITY.md #22)")
+    r.add_argument("--tcp-rto-min", type=INTEGER, metavar="MS",
+                   help="every emulated host's minimum TCP retransmission timeout in ms, 1..120000 (default: "
+                        "the kernel's 200; Linux 6.11+; a diagnosis of spurious timeouts, docs/FIDELITY.md #23)")
     r.add_argument("--dilation-x", type=float, metavar="X",
                    help="with a real_setting: stand for a start-up X times the measured one, waited before "
                         "each collective (1..64; X times fewer messages per second, docs/FIDELITY.md)")

@@ -40,6 +40,11 @@ from workloads.algorithms import base
 # Ubuntu's kernels. Pinned so a result does not depend on which machine ran it; CUBIC, Linux's
 # default, is what a Gloo cluster runs unless told otherwise (docs/FIDELITY.md #22).
 TCP_CC_DEFAULT = "cubic"
+# The hosts' minimum TCP retransmission timeout (config `tcp_rto_min_ms`, the namespace's
+# net.ipv4.tcp_rto_min_us, Linux 6.11 and later). None: the kernel's, 200 ms. A knob for
+# diagnosis: TCP's timers do not scale with the emulated link rates, and at a few Mbit/s a
+# queue of converging flows can outlast them (docs/FIDELITY.md #23).
+TCP_RTO_MIN_MS = (1, 120000)
 
 
 @dataclass
@@ -74,6 +79,7 @@ class RunConfig:
     analyse_in_background: bool = True  # a run's analysis overlaps the next run's measurement (nice 19)
     mtu: int = 9000
     tcp_cc: str = TCP_CC_DEFAULT  # TCP congestion control of every emulated host
+    tcp_rto_min_ms: int | None = None  # every emulated host's minimum RTO (None: the kernel's, 200 ms)
     # ovs-vswitchd's threads under SCHED_RR for the iterations (emulation/switch_priority.py)
     switch_priority: str = "normal"
     options: dict = field(default_factory=dict)  # algorithm name -> its options
@@ -506,6 +512,11 @@ def _check_numbers(cfg: RunConfig) -> None:
     if not isinstance(cfg.tcp_cc, str) or not re.fullmatch(r"[a-z0-9_]+", cfg.tcp_cc):
         raise ValueError(f"tcp_cc={cfg.tcp_cc!r} is invalid: must be a congestion control's name, such as cubic "
                          "or bbr (this machine's: /proc/sys/net/ipv4/tcp_available_congestion_control)")
+    lo, hi = TCP_RTO_MIN_MS
+    v = cfg.tcp_rto_min_ms
+    if v is not None and (isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi):
+        raise ValueError(f"tcp_rto_min_ms={v!r} is invalid: must be an integer number of milliseconds, "
+                         f"{lo}..{hi}, or omitted for the kernel's 200 ms")
     if cfg.switch_priority != "normal" and cfg.cluster:
         raise ValueError(f"switch_priority={cfg.switch_priority} is for one server: it raises this machine's "
                          "ovs-vswitchd only; use normal with cluster")

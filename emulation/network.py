@@ -16,6 +16,7 @@ on the server that owns the switch (`_on`).
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import shutil
 import subprocess
@@ -33,7 +34,12 @@ from emulation.config import TCP_CC_DEFAULT
 from topologies.mn import DescribedTopo
 
 OFFLOADS = "tx off tso off gso off gro off"
-MIN_OVS_SNDBUF = 8 << 20
+# ovs-vswitchd sends on every port through one packet socket, whose send buffer holds every packet
+# waiting in any switch egress queue of this server; past it OVS drops without counting. 16 MiB
+# lost packets with PS at 24 and 32 workers on Fat-Tree k=6 (up to 20.8 MB held at once at 32;
+# docs/FIDELITY.md #1, #23); scripts/setup.sh sets 64 MiB.
+MIN_OVS_SNDBUF = 64 << 20
+TCP_RTO_MIN_PROC = "/proc/sys/net/ipv4/tcp_rto_min_us"  # per network namespace since Linux 6.11
 TCP_CC_PROC = "/proc/sys/net/ipv4/tcp_{}congestion_control"  # {}: available_ or allowed_
 
 
@@ -73,9 +79,10 @@ class ListeningController(RemoteController):
 
 class Network:
     def __init__(self, topo, controller_port: int, state, run_tag: str, mtu: int = 9000, log=print,
-                 cluster=None, scratch=None, tcp_cc: str = TCP_CC_DEFAULT):
+                 cluster=None, scratch=None, tcp_cc: str = TCP_CC_DEFAULT, tcp_rto_min_ms: int | None = None):
         self.topo = topo
         self.tcp_cc = tcp_cc
+        self.tcp_rto_min_ms = tcp_rto_min_ms
         self.cluster = cluster  # (servers, placement) or None
         self.scratch = scratch  # where the hosts' command files go (a folder every server sees)
         self.port = controller_port
@@ -208,7 +215,7 @@ class Network:
         tmp = Path(tempfile.mkdtemp(prefix="syncbed-hosts-", dir=self.scratch))
         try:
             for name in self.topo.hosts():
-                shell, batch = host_commands(self.topo, name, self.mtu, relay, self.tcp_cc)
+                shell, batch = host_commands(self.topo, name, self.mtu, relay, self.tcp_cc, self.tcp_rto_min_ms)
                 (tmp / f"{name}.ip").write_text("\n".join(batch) + "\n")
                 shell.append(f"ip -batch {tmp / (name + '.ip')} || echo syncbed-failed: ip -batch exited $?")
                 (tmp / f"{name}.sh").write_text("\n".join(shell) + "\n")
@@ -260,6 +267,14 @@ def tcp_cc_problem(name: str, available: str, allowed: str) -> str | None:
     return None
 
 
+def tcp_rto_min_problem(ms: int | None, proc: str = TCP_RTO_MIN_PROC) -> str | None:
+    """Why the hosts cannot be given a minimum RTO of `ms` here (None: they can, or none asked)."""
+    if ms is not None and not Path(proc).exists():
+        return (f"tcp_rto_min_ms={ms} needs {proc} (Linux 6.11 or later; this kernel is "
+                f"{os.uname().release}): omit it for the kernel's 200 ms")
+    return None
+
+
 def machine_tcp_cc() -> dict:
     """This machine's available and allowed congestion controls ({} where unreadable)."""
     out = {}
@@ -272,16 +287,20 @@ def machine_tcp_cc() -> dict:
 
 
 def host_commands(topo, name: str, mtu: int, relay: bool,
-                  tcp_cc: str = TCP_CC_DEFAULT) -> tuple[list[str], list[str]]:
+                  tcp_cc: str = TCP_CC_DEFAULT, tcp_rto_min_ms: int | None = None) -> tuple[list[str], list[str]]:
     """The configuration of one host: (shell commands, `ip -batch` lines). Pure, like
     Mininet's `TCIntf.bwCmds`: returns the commands, runs nothing. `tcp_cc`: the TCP congestion
     control of the host's namespace (its workers' sockets are made after it is set); a refusal
-    (not allowed in a namespace) fails the configuration instead of leaving the machine's."""
+    (not allowed in a namespace) fails the configuration instead of leaving the machine's.
+    `tcp_rto_min_ms`: the namespace's minimum retransmission timeout (None: the kernel's)."""
     shell = [f"sysctl -qw net.ipv4.ip_forward={int(bool(relay))}",
              "sysctl -qw net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0",
              "sysctl -qw net.ipv4.conf.all.send_redirects=0",
              f"sysctl -qw net.ipv4.tcp_congestion_control={tcp_cc} 2>/dev/null "
              f"|| echo syncbed-failed: tcp_congestion_control={tcp_cc} refused"]
+    if tcp_rto_min_ms is not None:
+        shell.append(f"sysctl -qw net.ipv4.tcp_rto_min_us={int(tcp_rto_min_ms) * 1000} 2>/dev/null "
+                     f"|| echo syncbed-failed: tcp_rto_min_us refused")
     batch = []
     for nic in topo.host_nics(name):
         shell += [f"ethtool -K {nic.name} {OFFLOADS} >/dev/null 2>&1",

@@ -34,7 +34,7 @@ from emulation.config import backward_for, charged_compute
 from emulation.calibrate import calibrate
 from emulation.capture import Capture
 from emulation.monitor import CpuMonitor, ovs_pid
-from emulation.network import Network, drop_counters, drop_delta
+from emulation.network import Network, drop_counters, drop_delta, ovs_send_buffer
 from emulation.state import Lock, State, cleanup
 from emulation.workers import Pool, WorkerFailure, Workers, write_job
 from workloads.algorithms import base
@@ -177,7 +177,7 @@ class Experiment:
             self.active.append(ctrl)
             cluster, mtu = self._cluster_for(topo, ctrl.port, tdir)
             net = Network(topo, ctrl.port, self.state, run_tag=self.out.name, mtu=mtu, cluster=cluster,
-                          tcp_cc=self.cfg.tcp_cc,
+                          tcp_cc=self.cfg.tcp_cc, tcp_rto_min_ms=self.cfg.tcp_rto_min_ms,
                           scratch=tdir if cluster else None)
             self.active.append(net)
             net.start()
@@ -411,6 +411,9 @@ class Experiment:
                 write_job(run, cfg, rdir, base.get(run.algorithm).groups(run.plan))  # before any worker reads it
             meta["cpu_probe"] = cpuprobe.measure()  # this machine's speed now, before its workers compute
             meta["machine"] = cpuprobe.machine()  # and what it is: CPU, kernel, package versions
+            # ovs-vswitchd's send buffer: what every switch egress queue of this server holds at most
+            # together before OVS drops without counting (docs/FIDELITY.md #1, #23)
+            meta["machine"]["ovs_send_buffer_bytes"] = ovs_send_buffer()
             workers.start()
             connect_s = workers.wait_connected(cfg.timeout)
             # capture and CPU monitor cover the iterations only: start-up (torch imports,

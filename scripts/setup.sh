@@ -34,12 +34,14 @@ fi
 # 2. Socket buffers, before ovs-vswitchd opens its one packet socket for sending on
 #    every port: packets waiting in any egress HTB queue are charged to that socket's
 #    send buffer, and with the default 208 KiB (~20 jumbo frames) OVS silently drops
-#    what does not fit under incast (measured: 8% of segments retransmitted for PS).
+#    what does not fit under incast (measured: 8% of segments retransmitted for PS). 16 MiB
+#    was not enough for PS at 24 and 32 workers on Fat-Tree k=6 (20.8 MB held at once at 32;
+#    docs/FIDELITY.md #1, #23): 64 MiB (network.MIN_OVS_SNDBUF; syncbed run refuses less).
 cat > /etc/sysctl.d/60-syncbed.conf <<'SYSCTL'
-net.core.wmem_default = 16777216
-net.core.wmem_max = 16777216
-net.core.rmem_default = 16777216
-net.core.rmem_max = 16777216
+net.core.wmem_default = 67108864
+net.core.wmem_max = 67108864
+net.core.rmem_default = 67108864
+net.core.rmem_max = 67108864
 SYSCTL
 # The emulated hosts pin their TCP congestion control (config tcp_cc, default cubic); a network
 # namespace may only pick one this machine allows. Allow every one the kernel has (the machine's
@@ -52,14 +54,14 @@ sysctl -q -p /etc/sysctl.d/60-syncbed.conf \
 
 # 3. Open vSwitch: no systemd here, so start it with ovs-ctl when it is not running.
 #    A fresh machine has none running; one started before the sysctl above is
-#    restarted (only when it has no bridges) so its packet socket gets 16 MiB.
+#    restarted (only when it has no bridges) so its packet socket gets 64 MiB.
 if ! ovs-vsctl --timeout=3 show >/dev/null 2>&1; then
   log "starting Open vSwitch"
   /usr/share/openvswitch/scripts/ovs-ctl start --system-id=random 2>&1 | grep -v ulimit || true
   ovs-vsctl --timeout=10 show >/dev/null
 else
   sndbuf=$(ss -0 -m -p -n 2>/dev/null | grep ovs-vswitchd | grep -o 'tb[0-9]*' | head -1 | tr -d tb || true)
-  if [ -n "$sndbuf" ] && [ "$sndbuf" -lt 16777216 ] && [ -z "$(ovs-vsctl --timeout=3 list-br 2>/dev/null || true)" ]; then
+  if [ -n "$sndbuf" ] && [ "$sndbuf" -lt 67108864 ] && [ -z "$(ovs-vsctl --timeout=3 list-br 2>/dev/null || true)" ]; then
     log "restarting Open vSwitch so its packet socket gets the larger send buffer"
     /usr/share/openvswitch/scripts/ovs-ctl restart --system-id=random 2>&1 | grep -v ulimit || true
   else

@@ -116,6 +116,9 @@ def md_run_fidelity(rd: RunData) -> list[str]:
         lines.append(f"- CPU probe at the start (emulation/cpuprobe.py): {rd.run['cpu_probe_seconds']:.4f} s")
     if rd.run.get("tcp_congestion_control"):  # folders from before it was pinned have none
         lines.append(f"- TCP congestion control of the hosts: {rd.run['tcp_congestion_control']}")
+    if rd.run.get("tcp_rto_min_ms"):
+        lines.append(f"- Minimum TCP retransmission timeout of the hosts: {rd.run['tcp_rto_min_ms']} ms "
+                     "(not the kernel's 200 ms; docs/FIDELITY.md #23)")
     if rd.run.get("machine"):  # older runs have none
         lines.append(f"- machine: {describe_machine(rd.run['machine'])}")
     lines += [f"- reason: {r}" for r in f.get("reasons") or []]

@@ -303,6 +303,25 @@ def test_fidelity_faithful():
     assert f["unverified"] == []
 
 
+def test_fidelity_packets_lost_where_no_counter_sees_them_break_the_verdict():
+    """docs/FIDELITY.md #23: fast retransmits over 0.02% of the segments sent with no drop counted
+    at any qdisc or OVS port (ovs-vswitchd's send buffer overflowing) make the run not faithful;
+    counted drops account for the loss; spurious timeouts (no fast retransmit) do not count."""
+    def cap(fast, total=0, timeouts=0):
+        return {"dropped_by_kernel": 0, "queue_drops": {"qdisc": {}, "ovs": {}, "total": total, "tcp": {
+            "OutSegs": 100000, "TCPFastRetrans": fast, "TCPTimeouts": timeouts, "RetransSegs": fast + timeouts}}}
+    lost = analysis.fidelity(GOOD_CAL, GOOD_CPU, cap(300), GOOD_BUSIEST)
+    assert lost["faithful"] is False and lost["uncounted_loss_fraction"] == 0.003
+    assert lost["reasons"] == ["the hosts fast-retransmitted 0.30% of their segments while no queue counted a drop "
+                               "(limit 0.02%): packets were lost where no counter sees them (ovs-vswitchd's send "
+                               "buffer, docs/FIDELITY.md #23)"]
+    assert analysis.fidelity(GOOD_CAL, GOOD_CPU, cap(10, timeouts=1000), GOOD_BUSIEST)["faithful"] is True
+    counted = analysis.fidelity(GOOD_CAL, GOOD_CPU, cap(300, total=250), GOOD_BUSIEST)
+    assert counted["faithful"] is True and counted["uncounted_loss_fraction"] == 0.0
+    old = analysis.fidelity(GOOD_CAL, GOOD_CPU, {"dropped_by_kernel": 0}, GOOD_BUSIEST)
+    assert old["faithful"] is True and old["uncounted_loss_fraction"] is None
+
+
 def test_fidelity_nothing_measured_is_unverified_not_faithful():
     """Nothing measured is not "nothing wrong": the verdict is None and says what was not checked."""
     f = analysis.fidelity(None, None, None, None)
@@ -817,6 +836,23 @@ def test_every_host_pins_its_tcp_congestion_control_and_a_refusal_fails_its_conf
                   "|| echo syncbed-failed: tcp_congestion_control=cubic refused"]
     shell, _ = network.host_commands(t, "h0_0_2", 9000, relay=False, tcp_cc="bbr")
     assert any(x.startswith("sysctl -qw net.ipv4.tcp_congestion_control=bbr ") for x in shell)
+
+
+def test_a_minimum_rto_is_set_in_each_host_only_when_asked_and_a_kernel_without_it_is_refused(tmp_path):
+    """`tcp_rto_min_ms` (docs/FIDELITY.md #23): the namespace's sysctl in microseconds, its
+    refusal failing the configuration; nothing when not given; a kernel without the sysctl
+    (before Linux 6.11) is refused by name before anything starts."""
+    t = build("fattree,k=4")
+    shell, _ = network.host_commands(t, "h0_0_2", 9000, relay=False)
+    assert not any("rto_min" in x for x in shell)
+    shell, _ = network.host_commands(t, "h0_0_2", 9000, relay=False, tcp_rto_min_ms=2000)
+    assert [x for x in shell if "rto_min" in x] == [
+        "sysctl -qw net.ipv4.tcp_rto_min_us=2000000 2>/dev/null || echo syncbed-failed: tcp_rto_min_us refused"]
+    assert network.tcp_rto_min_problem(None, str(tmp_path / "absent")) is None
+    assert network.tcp_rto_min_problem(2000, str(tmp_path)) is None
+    problem = network.tcp_rto_min_problem(2000, str(tmp_path / "absent"))
+    assert problem.startswith("tcp_rto_min_ms=2000 needs ") and "Linux 6.11 or later" in problem
+    assert "omit it for the kernel's 200 ms" in problem
 
 
 def test_a_congestion_control_the_kernel_lacks_or_does_not_allow_is_named_with_the_valid_ones():

@@ -54,6 +54,12 @@ def test_the_hosts_congestion_control_is_pinned_to_cubic_unless_given():
     assert config.load(tcp_cc="bbr").tcp_cc == "bbr"
 
 
+def test_the_hosts_minimum_rto_is_the_kernels_unless_given():
+    assert config.load().tcp_rto_min_ms is None
+    c = config.load(tcp_rto_min_ms=2000)
+    assert c.tcp_rto_min_ms == 2000 and config.validate(c)
+
+
 def test_load_yaml_and_overrides(tmp_path):
     p = write(tmp_path, """
         topologies: "bcube,n=3,k=2"
@@ -150,6 +156,9 @@ def test_validate_dedicated_servers_only_for_ps():
     (dict(switch_priority="high"), r"switch_priority='high' is invalid: must be one of normal, realtime"),
     (dict(tcp_cc="Cubic; rm"), r"tcp_cc='Cubic; rm' is invalid: must be a congestion control's name"),
     (dict(tcp_cc=3), r"tcp_cc=3 is invalid"),
+    (dict(tcp_rto_min_ms=0), r"tcp_rto_min_ms=0 is invalid: must be an integer number of milliseconds, 1..120000"),
+    (dict(tcp_rto_min_ms=2.5), r"tcp_rto_min_ms=2.5 is invalid"),
+    (dict(tcp_rto_min_ms=True), r"tcp_rto_min_ms=True is invalid"),
     (dict(switch_priority="realtime", cluster=["root@b"]), r"switch_priority=realtime is for one server"),
     (dict(iters=-1), r"iters=-1 is invalid"),
     (dict(iters="3"), r"iters='3' is invalid"),
