@@ -41,8 +41,9 @@ from emulation.report.doctables.projection import (
 from emulation.report.doctables.papers_scale import (
     FOREST_SCALE, GTOPK_SCALE, MGWFBP_SCALE, projection_forest_scale, projection_gtopk_scale, projection_mgwfbp_scale)
 from emulation.report.doctables.results import (
-    FIDELITY_FOLDERS, HTB_RING, MTU_LEVER, OVS_FORWARDING, P32_DILATED, P32_FOLDERS, RESULTS_INDEX, SWITCH_PRIORITY,
-    TCP_CC_PAIRS, fidelity_bounds, mtu_lever, ovs_forwarding, p32_families, results_index, switch_priority, tcp_cc)
+    FIDELITY_FOLDERS, HTB_RING, MTU_LEVER, OVS_FORWARDING, P32_DILATED, P32_FOLDERS, PS_PAST_16, PS_PAST_16_RUN,
+    RESULTS_INDEX, SWITCH_PRIORITY, TCP_CC_PAIRS, fidelity_bounds, mtu_lever, ovs_forwarding, p32_families,
+    ps_past_16, results_index, switch_priority, tcp_cc)
 
 TABLES = {t.id: t for t in [
     Table("gtopk-compression", GTOPK_FATTREE, gtopk_compression),
@@ -72,6 +73,8 @@ TABLES = {t.id: t for t in [
     Table("switch-priority", tuple(f"{f}/{n}" for f in SWITCH_PRIORITY for n in ("summary.json", "config.yaml")),
           switch_priority),
     Table("tcp-cc", tuple(f"{f}/summary.json" for pair in TCP_CC_PAIRS for f in pair), tcp_cc),
+    Table("ps-past-16", tuple(f"{f}/{n}" for f, _ in PS_PAST_16 for n in ("summary.json", f"{PS_PAST_16_RUN}/capture.json")),
+          ps_past_16),
     Table("bml-summary", tuple(f"{f}/summary.json" for f in BML_FOLDERS + BML_REPEATS + BML_RECV_FIRST + BML_CUBIC),
           bml_summary),
     Table("hd-default", tuple(f"{f}/{name}" for f in HD_FOLDERS for name in ("summary.json", "config.yaml")),

@@ -121,7 +121,13 @@ CUBIC_FOLDERS = ("tcp-cc/hd-cubic", "tcp-cc/default-cubic", "tcp-cc/bml-bcube32-
                      # 12:47-12:57: the k=6 scan at 20 Mbit/s (P = 8 fit, 16 held out and not faithful) and
                      # 5 Mbit/s (P = 24 held out), and P = 24 at 10 Mbit/s again (fit)
                      "ps-scan-k6-p8-bw20-cubic", "ps-scan-k6-p16-bw20-cubic", "ps-scan-p24-bw5-cubic",
-                     "ps-scan-p24-cubic-r2")))
+                     "ps-scan-p24-cubic-r2")),
+                 # 2026-12-02 15:20-15:45: with ovs-vswitchd's send buffer at 64 MiB (docs/FIDELITY.md #23),
+                 # the k=6 scan again (P = 24, 32 twice, 16 fit; 28 and the first 32, not faithful, held
+                 # out; 20 fit) and forest scenario 3's oversubscribed Fat-Tree (held out)
+                 *(f"ovs-sndbuf/{f}" for f in (
+                     "ps-p24-64m", "ps-p32-64m", "ps-p32-64m-r2", "forest-s3-oversubscribed-64m", "ps-p24-64m-r2",
+                     "ps-k6-p16-64m", "ps-p28-64m", "ps-p32-64m-r4", "ps-p20-64m")))
 
 
 def host_tcp(run: dict) -> str:
@@ -1017,8 +1023,21 @@ PS_SCAN = (("tcp-cc/ps-scan-p4-cubic", "01-fattree-4-ps-synthetic"),
            # the same file at other link rates (--bw): does the loss per flow follow the rate?
            ("tcp-cc/ps-scan-k6-p8-bw20-cubic", "01-fattree-6-ps-synthetic"),
            ("tcp-cc/ps-scan-k6-p16-bw20-cubic", "01-fattree-6-ps-synthetic"),
-           ("tcp-cc/ps-scan-p24-bw5-cubic", "01-fattree-6-ps-synthetic"))
+           ("tcp-cc/ps-scan-p24-bw5-cubic", "01-fattree-6-ps-synthetic"),
+           # the k=6 file with ovs-vswitchd's send buffer at 64 MiB (docs/FIDELITY.md #23)
+           *((f"ovs-sndbuf/{f}", "01-fattree-6-ps-synthetic") for f in (
+               "ps-k6-p16-64m", "ps-p20-64m", "ps-p24-64m", "ps-p24-64m-r2", "ps-p28-64m", "ps-p32-64m",
+               "ps-p32-64m-r2", "ps-p32-64m-r4")))
 PS_SCAN_SOURCES = CUBIC_FAN_IN_SOURCES + tuple(f"{f}/{d}/capture.json" for f, d in PS_SCAN)
+
+
+def dsacked(tcp: dict) -> str:
+    """The share of the hosts' retransmitted segments their receivers reported as duplicates
+    (D-SACK): segments that had arrived, so retransmitted spuriously (a timer that fired before
+    their acknowledgement came back), not lost (docs/FIDELITY.md #23). Shown at most 100%: a
+    receiver can report one duplicate in more than one acknowledgement."""
+    retrans, dsack = num(tcp.get("RetransSegs")), num(tcp.get("TCPDSACKRecv"))
+    return NA if not retrans or dsack is None else f"{min(dsack / retrans, 1):.0%}"
 
 
 def projection_ps_incast_scan(data: dict) -> list[str]:
@@ -1038,7 +1057,7 @@ def projection_ps_incast_scan(data: dict) -> list[str]:
             cells.append([f"`{folder.split('/')[-1]}`", f"{half}, faithful: {verdict(m)}", str(m["workers"]),
                           f"{num(m['gradient_bytes']) / MB:g} MiB, {fmt(num(m.get('link_mbps')), 'g')} Mbit/s",
                           str(m["workers"] - 1), fmt(num(m.get("median_sync_seconds")), ".2f"),
-                          *[NA] * 6, pct(num(m.get("retransmitted_fraction")))])
+                          *[NA] * 7, pct(num(m.get("retransmitted_fraction")))])
             continue
         tcp = ((data[f"{folder}/{run_dir}/capture.json"].get("queue_drops") or {}).get("tcp") or {})
         tcp = tcp.get("total") or tcp
@@ -1052,11 +1071,11 @@ def projection_ps_incast_scan(data: dict) -> list[str]:
                       fmt(c * extra, ".2f"), f"{lost / extra * 1e3:.1f}" if extra else NA,
                       fmt(r["fan_in_ratio"], ".2f"),
                       fmt(num(tcp.get("TCPTimeouts")) / syncs, ".0f") if syncs and tcp.get("TCPTimeouts") is not None
-                      else NA, pct(num(r["run"].get("retransmitted_fraction")))])
+                      else NA, dsacked(tcp), pct(num(r["run"].get("retransmitted_fraction")))])
     return table(["file", "half", "P", "gradient, links", "flows into a NIC per phase", "measured s",
                   "flow model + L x rounds s", "lost s per sync", "incast start-up charged s",
                   "lost per extra flow ms", "sim/meas with it", "TCP timeouts per sync (all hosts)",
-                  "retransmitted"], cells) + [
+                  "retransmissions D-SACKed (spurious)", "retransmitted"], cells) + [
         "", f"The incast start-up: {c * 1e3:.1f} ms per flow into a NIC beyond the first, "
             f"{fit['incast_by_algorithm']['ps']['runs']} fit-half PS runs of up to "
             f"{fit['incast_by_algorithm']['ps']['max_workers']} workers."]

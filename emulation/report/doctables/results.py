@@ -1,13 +1,14 @@
 """docs/FIDELITY.md and docs/results/README.md: the bounds the verdicts read, the index of every results folder."""
 from __future__ import annotations
 
+from emulation.analysis import uncounted_loss
 from emulation.papers import common
 from emulation.report.doctables.bml import BML_CUBIC, BML_FOLDERS, BML_REPEATS
 from emulation.report.doctables.cells import cores, outside_tolerance, pct, runs_of, span, verdict
 from emulation.report.doctables.forest import FOREST, FOREST_VARIANTS
 from emulation.report.doctables.gtopk import GTOPK_MODELS
 from emulation.report.doctables.mgwfbp import MGWFBP_ALL, MGWFBP_MODELS, MGWFBP_WFBP_DILATED
-from emulation.report.doctables.projection import CUBIC_FOLDERS, host_tcp
+from emulation.report.doctables.projection import CUBIC_FOLDERS, dsacked, host_tcp
 from emulation.results.columns import NA, fmt, table
 from emulation.results.load import MB, num
 
@@ -40,10 +41,21 @@ TCP_CC_PAIRS = (("tcp-cc/hd-kernel-bbr", "tcp-cc/hd-cubic"),
                 ("ps-recv-first/default-r3", "tcp-cc/default-cubic"),
                 ("ps-recv-first/bml-bcube32-vs-ps-fattree-r4", "tcp-cc/bml-bcube32-vs-ps-fattree-cubic"),
                 ("ps-recv-first/bml-bcube42-vs-ps-fattree-r3", "tcp-cc/bml-bcube42-vs-ps-fattree-cubic"))
+# PS past 16 workers (docs/FIDELITY.md #23): the PS scan's k=6 file at 16, 24 and 32 workers with
+# ovs-vswitchd's send buffer at 16 MiB (tcp-cc/, the morning of 2026-12-02; rto-min/, that
+# afternoon, with the hosts' minimum RTO raised and at the kernel's as the control) and at 64 MiB
+# (ovs-sndbuf/, after those); (folder, send buffer MiB where the run did not record it)
+PS_PAST_16 = (("tcp-cc/ps-scan-k6-p16-cubic", 16), ("tcp-cc/ps-scan-p24-cubic", 16), ("tcp-cc/ps-scan-p24-cubic-r2", 16),
+              ("tcp-cc/ps-scan-p32-cubic", 16), ("tcp-cc/ps-scan-p24-bw5-cubic", 16),
+              *((f"rto-min/{f}", 16) for f in ("ps-p24-rto3000", "ps-p24-kernel", "ps-p32-rto3000",
+                                               "ps-k6-p16-rto3000", "ps-p24-bw5-rto5000", "ps-p32-kernel")),
+              *((f"ovs-sndbuf/{f}", 64) for f in ("ps-k6-p16-64m", "ps-p20-64m", "ps-p24-64m", "ps-p24-64m-r2",
+                                                  "ps-p28-64m", "ps-p32-64m", "ps-p32-64m-r2", "ps-p32-64m-r4")))
+PS_PAST_16_RUN = "01-fattree-6-ps-synthetic"  # the PS run of experiments/ps_incast_fattree6.yaml
 # every tcp-cc/ folder: those of the pairs, the BML files' second CUBIC runs (docs/papers/bml.md)
 # and the rest of the CUBIC validation (docs/PROJECTION.md)
 TCP_CC = tuple(dict.fromkeys([f for pair in TCP_CC_PAIRS for f in pair if f.startswith("tcp-cc/")]
-                             + list(BML_CUBIC) + list(CUBIC_FOLDERS)))
+                             + list(BML_CUBIC) + [f for f in CUBIC_FOLDERS if f.startswith("tcp-cc/")]))
 
 
 def _payload(run) -> str:
@@ -123,6 +135,8 @@ RESULTS_INDEX = {  # top folder -> its summaries (the experiments `syncbed run` 
                       "ps-recv-first/default-r3", "ps-recv-first/bml-bcube32-vs-ps-fattree-r4",
                       "ps-recv-first/bml-bcube42-vs-ps-fattree-r3"),
     "switch-priority": SWITCH_PRIORITY, "tcp-cc": TCP_CC,
+    "rto-min": tuple(f for f, _ in PS_PAST_16 if f.startswith("rto-min/")),
+    "ovs-sndbuf": (*(f for f, _ in PS_PAST_16 if f.startswith("ovs-sndbuf/")), "ovs-sndbuf/forest-s3-oversubscribed-64m"),
     "small-messages": ("small-messages/bcube32", "small-messages/bcube32-check", "small-messages/bcube32-check-r2",
                        *(f"small-messages/syncs50-{k}-r{i}" for k in ("16k", "64k") for i in (1, 2))),
 }
@@ -285,6 +299,47 @@ def switch_priority(data: dict) -> list[str]:
                    "busiest link while busy", "faithful", "why not"], rows)
     said = [f"{algo} {policy}: {sum(v)} of {len(v)} runs" for (algo, policy), v in sorted(by.items())]
     return lines + ["", "Faithful, by algorithm and scheduling: " + "; ".join(said) + "."]
+
+
+def _send_buffer_mib(run: dict, stated: int) -> str:
+    """ovs-vswitchd's send buffer the run recorded (runs from 2026-12-02 15:20 on), else the one
+    PS_PAST_16 states for it; a recorded one that disagrees with the statement is an error."""
+    rec = num((run.get("machine") or {}).get("ovs_send_buffer_bytes"))
+    if rec is not None and round(rec / MB) != stated:
+        raise ValueError(f"a run recorded a send buffer of {rec / MB:g} MiB, PS_PAST_16 states {stated}")
+    return str(stated)
+
+
+def ps_past_16(data: dict) -> list[str]:
+    """Per folder of PS_PAST_16: the send buffer and the hosts' minimum RTO, PS's syncs (median,
+    fastest, slowest) against the flow model (the run's `simulated_seconds`, SimGrid with no round
+    latency and no fan-in charge), the ring of the same run the same way, the hosts' TCP counters
+    over the run (capture.json, warm-up included) and the verdict."""
+    rows = []
+    for folder, mib in PS_PAST_16:
+        runs = runs_of(data, f"{folder}/summary.json")
+        ps = next(r for r in runs if r.get("algorithm") == "ps")
+        ring = next((r for r in runs if r.get("algorithm") == "ring"), {})
+        capture = data[f"{folder}/{PS_PAST_16_RUN}/capture.json"]
+        tcp = ((capture.get("queue_drops") or {}).get("tcp") or {})
+        syncs = [x for x in (num(v) for v in ps.get("sync_seconds") or []) if x is not None]
+        sim, med = num(ps.get("simulated_seconds")), common.sync_s(ps)
+        lost = uncounted_loss(capture)  # what the verdict checks, also for runs analysed before it did
+        rows.append([f"`{folder}`", str(ps.get("workers")), fmt(ps.get("link_mbps"), "g"), _send_buffer_mib(ps, mib),
+                     str(ps.get("tcp_rto_min_ms") or "200 (the kernel's)"), fmt(med, ".2f"),
+                     fmt(min(syncs) if syncs else None, ".2f"), fmt(max(syncs) if syncs else None, ".2f"),
+                     fmt(sim, ".2f"), fmt(common.ratio(sim, med), ".2f"),
+                     fmt(common.ratio(num(ring.get("simulated_seconds")), common.sync_s(ring)), ".2f"),
+                     *(fmt(num(tcp.get(k)), ".0f") for k in ("TCPTimeouts", "TCPFastRetrans")), dsacked(tcp),
+                     NA if lost is None else f"{lost:.2%}", verdict(ps)])
+    return table(["results folder", "P", "link Mbit/s", "ovs-vswitchd's send buffer MiB", "hosts' minimum RTO ms",
+                  "PS median sync s", "PS fastest sync s", "PS slowest sync s", "flow model s",
+                  "flow model / median", "ring: flow model / median", "TCP timeouts in the run (all hosts)",
+                  "fast retransmits in the run", "retransmissions D-SACKed (spurious)",
+                  "fast retransmits per segment, no drop counted", "faithful"], rows) + [
+        "", "Fat-Tree k=6 with two-level routing, PS sharded over every worker, 2 MiB, 5 syncs and a warm-up per "
+            "run (`experiments/ps_incast_fattree6.yaml`); the flow model: each run's `simulated_seconds` (SimGrid, "
+            "no round latency, no fan-in charge); the counters: every host's, over the whole run, warm-up included."]
 
 
 def tcp_cc(data: dict) -> list[str]:
