@@ -396,19 +396,24 @@ def fidelity(calibration: dict | None, cpu: dict | None, capture: dict | None, b
             "calibration": {k: v.get("ratio") for k, v in classes.items()}}
 
 
+def host_tcp_counters(capture: dict | None) -> dict:
+    """The hosts' TCP counters over the run's iterations (capture.json's `queue_drops.tcp`, summed
+    over the hosts; over several servers, their total), {} without them."""
+    tcp = ((capture or {}).get("queue_drops") or {}).get("tcp") or {}
+    return tcp.get("total") or tcp
+
+
 def uncounted_loss(capture: dict | None) -> float | None:
     """The hosts' fast retransmits per segment sent when no qdisc or OVS port counted a drop (0.0
     when one did: those drops account for the loss), or None without the hosts' TCP counters
     (runs before 2026-11-22). Fast retransmits, not all retransmissions: a timeout may be
     spurious (its segment only delayed past the timer, docs/FIDELITY.md #23), a fast retransmit
     follows segments that arrived after one that did not."""
-    qd = (capture or {}).get("queue_drops") or {}
-    tcp = qd.get("tcp") or {}
-    tcp = tcp.get("total") or tcp  # over several servers: per server and their total
+    tcp = host_tcp_counters(capture)
     sent, fast = tcp.get("OutSegs"), tcp.get("TCPFastRetrans")
     if not sent or fast is None:
         return None
-    return 0.0 if qd.get("total") else fast / sent
+    return 0.0 if ((capture or {}).get("queue_drops") or {}).get("total") else fast / sent
 
 
 def busy_share(busiest: dict | None) -> float | None:

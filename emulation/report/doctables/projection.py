@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
+from emulation.analysis import host_tcp_counters
 from emulation.papers import common
 from emulation.report.doctables.cells import find, pct, runs_of, span, spread, verdict
 from emulation.report.doctables.forest import FOREST
@@ -1059,8 +1060,7 @@ def projection_ps_incast_scan(data: dict) -> list[str]:
                           str(m["workers"] - 1), fmt(num(m.get("median_sync_seconds")), ".2f"),
                           *[NA] * 7, pct(num(m.get("retransmitted_fraction")))])
             continue
-        tcp = ((data[f"{folder}/{run_dir}/capture.json"].get("queue_drops") or {}).get("tcp") or {})
-        tcp = tcp.get("total") or tcp
+        tcp = host_tcp_counters(data[f"{folder}/{run_dir}/capture.json"])
         syncs = (num(r["run"].get("iters")) or 0) + (num(r["run"].get("warmup")) or 0)
         model = r["fan_in_sim"] + lat * (r["rounds"] or 0)
         lost = r["measured_seconds"] - model

@@ -1,7 +1,7 @@
 """docs/FIDELITY.md and docs/results/README.md: the bounds the verdicts read, the index of every results folder."""
 from __future__ import annotations
 
-from emulation.analysis import uncounted_loss
+from emulation.analysis import host_tcp_counters, uncounted_loss
 from emulation.papers import common
 from emulation.report.doctables.bml import BML_CUBIC, BML_FOLDERS, BML_REPEATS
 from emulation.report.doctables.cells import cores, outside_tolerance, pct, runs_of, span, verdict
@@ -321,7 +321,7 @@ def ps_past_16(data: dict) -> list[str]:
         ps = next(r for r in runs if r.get("algorithm") == "ps")
         ring = next((r for r in runs if r.get("algorithm") == "ring"), {})
         capture = data[f"{folder}/{PS_PAST_16_RUN}/capture.json"]
-        tcp = ((capture.get("queue_drops") or {}).get("tcp") or {})
+        tcp = host_tcp_counters(capture)
         syncs = [x for x in (num(v) for v in ps.get("sync_seconds") or []) if x is not None]
         sim, med = num(ps.get("simulated_seconds")), common.sync_s(ps)
         lost = uncounted_loss(capture)  # what the verdict checks, also for runs analysed before it did
