@@ -128,7 +128,14 @@ CUBIC_FOLDERS = ("tcp-cc/hd-cubic", "tcp-cc/default-cubic", "tcp-cc/bml-bcube32-
                  # out; 20 fit) and forest scenario 3's oversubscribed Fat-Tree (held out)
                  *(f"ovs-sndbuf/{f}" for f in (
                      "ps-p24-64m", "ps-p32-64m", "ps-p32-64m-r2", "forest-s3-oversubscribed-64m", "ps-p24-64m-r2",
-                     "ps-k6-p16-64m", "ps-p28-64m", "ps-p32-64m-r4", "ps-p20-64m")))
+                     "ps-k6-p16-64m", "ps-p28-64m", "ps-p32-64m-r4", "ps-p20-64m")),
+                 # 2026-12-02 17:45-18:28, after the stop's fresh-clone CI had landed: forest scenario 3
+                 # at half the link speeds with all four algorithms (PS on the oversubscribed core
+                 # again; held out), MG-WFBP's 8-worker Inception-v3 and ResNet-152 (held out), PS at
+                 # 40 workers on k=6 (held out) and the BCube(4,2) BML file's VGG-19 at half speed (fit)
+                 *(f"ovs-sndbuf/{f}" for f in ("forest-s3-half-speed-64m", "ps-p40-64m")),
+                 *(f"tcp-cc/{f}" for f in ("mgwfbp-fattree8-inception_v3-cubic", "mgwfbp-fattree8-resnet152-cubic",
+                                           "bml-bcube42-vgg19-half-speed-cubic")))
 
 
 def host_tcp(run: dict) -> str:
@@ -1028,7 +1035,7 @@ PS_SCAN = (("tcp-cc/ps-scan-p4-cubic", "01-fattree-4-ps-synthetic"),
            # the k=6 file with ovs-vswitchd's send buffer at 64 MiB (docs/FIDELITY.md #23)
            *((f"ovs-sndbuf/{f}", "01-fattree-6-ps-synthetic") for f in (
                "ps-k6-p16-64m", "ps-p20-64m", "ps-p24-64m", "ps-p24-64m-r2", "ps-p28-64m", "ps-p32-64m",
-               "ps-p32-64m-r2", "ps-p32-64m-r4")))
+               "ps-p32-64m-r2", "ps-p32-64m-r4", "ps-p40-64m")))
 PS_SCAN_SOURCES = CUBIC_FAN_IN_SOURCES + tuple(f"{f}/{d}/capture.json" for f, d in PS_SCAN)
 
 
