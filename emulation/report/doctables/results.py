@@ -136,9 +136,10 @@ RESULTS_INDEX = {  # top folder -> its summaries (the experiments `syncbed run` 
                       "ps-recv-first/default-r3", "ps-recv-first/bml-bcube32-vs-ps-fattree-r4",
                       "ps-recv-first/bml-bcube42-vs-ps-fattree-r3"),
     "switch-priority": SWITCH_PRIORITY, "tcp-cc": TCP_CC,
-    "rto-min": tuple(f for f, _ in PS_PAST_16 if f.startswith("rto-min/")),
+    "rto-min": (*(f for f, _ in PS_PAST_16 if f.startswith("rto-min/")), "rto-min/forest-s3-half-speed-rto10000"),
     "ovs-sndbuf": (*(f for f, _ in PS_PAST_16 if f.startswith("ovs-sndbuf/")), "ovs-sndbuf/forest-s3-oversubscribed-64m",
-                   "ovs-sndbuf/forest-s3-half-speed-64m"),
+                   "ovs-sndbuf/forest-s3-half-speed-64m", "ovs-sndbuf/forest-s3-quarter-speed-64m",
+                   "ovs-sndbuf/forest-s3-half-speed-64m-r2"),
     "small-messages": ("small-messages/bcube32", "small-messages/bcube32-check", "small-messages/bcube32-check-r2",
                        *(f"small-messages/syncs50-{k}-r{i}" for k in ("16k", "64k") for i in (1, 2))),
 }
