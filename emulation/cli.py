@@ -95,7 +95,8 @@ def _tcp_cc_problem(name: str) -> str | None:
 
 
 def _tcp_rto_min_problem(ms: int | None) -> str | None:
-    """This kernel cannot set the hosts' minimum RTO (network.tcp_rto_min_problem)."""
+    """This kernel cannot set the hosts' minimum RTO (network.tcp_rto_min_problem; imported only
+    when asked, since emulation.network imports Mininet, which the earlier refusals do not need)."""
     from emulation.network import tcp_rto_min_problem
 
     return tcp_rto_min_problem(ms)

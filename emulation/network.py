@@ -36,7 +36,7 @@ from topologies.mn import DescribedTopo
 OFFLOADS = "tx off tso off gso off gro off"
 # ovs-vswitchd sends on every port through one packet socket, whose send buffer holds every packet
 # waiting in any switch egress queue of this server; past it OVS drops without counting. 16 MiB
-# lost packets with PS at 24 and 32 workers on Fat-Tree k=6 (up to 20.8 MB held at once at 32;
+# lost packets with PS at 24 and 32 workers on Fat-Tree k=6 (more than 16 MiB held at once at 32, sampled with ss;
 # docs/FIDELITY.md #1, #23); scripts/setup.sh sets 64 MiB.
 MIN_OVS_SNDBUF = 64 << 20
 TCP_RTO_MIN_PROC = "/proc/sys/net/ipv4/tcp_rto_min_us"  # per network namespace since Linux 6.11

@@ -35,7 +35,7 @@ fi
 #    every port: packets waiting in any egress HTB queue are charged to that socket's
 #    send buffer, and with the default 208 KiB (~20 jumbo frames) OVS silently drops
 #    what does not fit under incast (measured: 8% of segments retransmitted for PS). 16 MiB
-#    was not enough for PS at 24 and 32 workers on Fat-Tree k=6 (20.8 MB held at once at 32;
+#    was not enough for PS at 24 and 32 workers on Fat-Tree k=6 (more than that held at once at 32;
 #    docs/FIDELITY.md #1, #23): 64 MiB (network.MIN_OVS_SNDBUF; syncbed run refuses less).
 cat > /etc/sysctl.d/60-syncbed.conf <<'SYSCTL'
 net.core.wmem_default = 67108864

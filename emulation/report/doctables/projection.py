@@ -136,7 +136,7 @@ CUBIC_FOLDERS = ("tcp-cc/hd-cubic", "tcp-cc/default-cubic", "tcp-cc/bml-bcube32-
                  *(f"ovs-sndbuf/{f}" for f in ("forest-s3-half-speed-64m", "ps-p40-64m")),
                  *(f"tcp-cc/{f}" for f in ("mgwfbp-fattree8-inception_v3-cubic", "mgwfbp-fattree8-resnet152-cubic",
                                            "bml-bcube42-vgg19-half-speed-cubic")),
-                 # 19:16-19:27, after that stop's fresh-clone CI, PS and ring on forest scenario 3's
+                 # 19:16-19:25, after that stop's fresh-clone CI, PS and ring on forest scenario 3's
                  # oversubscribed core, all held out: at half speed with the hosts' minimum RTO at 10 s
                  # (are its spurious timeouts what PS loses there?), at a quarter speed (per byte or
                  # per flow?), and at half speed again
