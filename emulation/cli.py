@@ -700,11 +700,15 @@ def add_project(sub) -> None:
                          "capacity (SimGrid's NONLINEAR sharing, emulation/simulator/fanin.py); default 1: plain "
                          "max-min. E: every algorithm's; ALGO=E (repeatable): that algorithm's own. "
                          "docs/PROJECTION.md gives them fitted on half of the measured folders")
+    ap.add_argument("--oversubscribed", type=float, default=Sweep.oversubscribed, metavar="E",
+                    help="the same efficiency E on every oversubscribed link (switch to switch, slower than the "
+                         "hosts' links: emulation/simulator/fanin.py), every algorithm's; default 1: none. "
+                         "docs/PROJECTION.md fits one with CUBIC in the hosts")
     ap.add_argument("--calibration", metavar="CC",
-                    help="the fitted L, e, BML's own L and PS's incast start-up of a validation of "
+                    help="the fitted L, e, BML's own L, PS's incast start-up and e_o of a validation of "
                          "docs/PROJECTION.md, each charged where it was fitted (emulation/simulator/"
                          "calibration.py): cubic (hosts running CUBIC, as syncbed run does) or bbr; instead "
-                         "of --round-latency, --incast and --fan-in")
+                         "of --round-latency, --incast, --fan-in and --oversubscribed")
     ap.add_argument("--compute", action="append", metavar="KEY=C0:C1",
                     help="a cost model of the sync's compute (repeatable): KEY a Compute an algorithm declares "
                          "(its key in summary.json), seconds = C0 + C1 x gradient elements, "

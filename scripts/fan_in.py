@@ -15,7 +15,10 @@ factors). `fit` fits the fan-in efficiency e on the faithful PS and BML runs of 
 the fit half (`in_fit_half`) whose executor still runs (not `superseded`), each simulated at the
 candidate e inside SimGrid, plus the round latency L fitted on the fit half's rings
 (projection-latency-fit) times its rounds; it records every evaluation. Then the same for each
-executor of OWN_E on its own fit-half runs (its own e). The held-out half is then projected with
+executor of OWN_E on its own fit-half runs (its own e). With CUBIC (projection.FanIn.oversubscribed)
+it then fits e_o, the efficiency of oversubscribed switch links (`fanin.oversubscribed_links`), on
+the fit-half runs of any algorithm on a topology with such links, each at its e, L x rounds and
+PS's incast start-up as the docs fit it (`_incast_now`), and prints it as OVERSUB for the projections. The held-out half is then projected with
 `syncbed project --measured docs/results/F --fan-in E --fan-in ALGO=E... --out
 docs/results/projection-fan-in/NAME` (every folder of FOLDERS: `FAN_IN='<what the fit prints>'
 bash scripts/project_measured.sh`) and reported by `syncbed docs` (projection-fan-in). `egress`
@@ -115,14 +118,14 @@ def _round_latency(v) -> float:
 
 
 def _points(folders, algos) -> list:
-    """(folder, prepared projection, measured run, rounds) of every faithful run of `algos` of
-    2 MiB or more in `folders` whose executor still runs (`superseded`): the runs the fan-in
+    """(folder, prepared projection, measured run, rounds) of every faithful run of `algos` (None:
+    any algorithm) of 2 MiB or more in `folders` whose executor still runs (`superseded`): the runs the fan-in
     model is fitted and checked on."""
     out = []
     for folder in folders:
         started = json.loads((ROOT / "docs/results" / folder / "summary.json").read_text()).get("started")
         out += [(folder, p, m, sum(p.algo.step_rounds(p.plan))) for p, m in _preps(folder)
-                if p.algo.name in algos and (m.get("gradient_bytes") or 0) >= LATENCY_MIN_BYTES
+                if (algos is None or p.algo.name in algos) and (m.get("gradient_bytes") or 0) >= LATENCY_MIN_BYTES
                 and not superseded(p.algo.name, started)]
     return out
 
@@ -148,6 +151,59 @@ def _fit_on(pts, lat: float, what: str) -> tuple[float, float, list]:
     return e, cost, evaluations
 
 
+def _oversubscribed(p) -> bool:
+    """Whether a prepared projection's topology has oversubscribed links (`fanin.oversubscribed_links`)."""
+    from emulation.simulator import platform as sp
+
+    return bool(fanin.oversubscribed_links(sp.directed_links(p.topo), sp.trunks(p.topo)))
+
+
+def _incast_now(v, lat: float) -> dict:
+    """{algorithm of v.incast: its incast start-up} as `syncbed docs` fits it (`projection.incast_fit`),
+    from the plain projections (projection-vs-measured): those algorithms take e = 1 and the fit
+    leaves out runs on topologies with oversubscribed links, so their fan-in projections are the
+    plain ones and the start-up does not depend on e_o."""
+    from emulation.report import docs
+    from emulation.report.doctables import projection
+
+    data = docs.load_sources(ROOT / "docs/results", projection._sources(v.folders))
+    rows = [{**r, "fan_in_sim": r["simulated_seconds"], "extra_flows": r["sim"].get("extra_flows_per_sync"),
+             "oversubscribed": bool(r["sim"].get("oversubscribed_links"))}
+            for r in projection._validation(data, v.folders, v.cc) if r["faithful"] is True]
+    return {a: x["seconds"] for a, x in projection.incast_fit(rows, lat, v.incast).items()}
+
+
+def _fit_oversubscribed(halves, lat: float, e: float, by_algo: dict, v) -> dict:
+    """e_o (`core.NetworkModel.oversubscribed`) on every faithful fit-half run of 2 MiB or more of
+    any algorithm (its executor still running) on a topology with oversubscribed links, least
+    squares as e: each simulated at its executor's e (else `e`) and the candidate e_o, plus L x
+    rounds and its incast start-up x its extra converging flows where it is charged one
+    (`_incast_now`, 2 MiB or more; `syncbed docs` refuses a fit made with another)."""
+    pts = [x for x in _points(halves, None) if _oversubscribed(x[1])]
+    runs = [{**_key(f, p, m), "rounds": k} for f, p, m, k in pts]
+    if not pts:
+        return {"oversubscribed_efficiency": 1.0, "fitted": False, "runs": runs}
+    inc = _incast_now(v, lat)
+    incast = {p.algo.name: inc.get(p.algo.name, 0.0) for _, p, _, _ in pts}
+    evaluations = []
+
+    def evaluate(eo: float) -> list:
+        recs = [core.project(dataclasses.replace(p, req=dataclasses.replace(
+            p.req, fan_in=by_algo.get(p.algo.name, e), oversubscribed=eo, reduce="off"), reduce=False))
+            for _, p, _, _ in pts]
+        evaluations.append({"oversubscribed": eo, "simulated_seconds": [r["simulated_seconds"] for r in recs],
+                            "extra_flows_per_sync": [r.get("extra_flows_per_sync") for r in recs]})
+        ratios = [(r["simulated_seconds"] + lat * k + incast[p.algo.name] * (r.get("extra_flows_per_sync") or 0))
+                  / m["median_sync_seconds"] for r, (_, p, m, k) in zip(recs, pts)]
+        print(f"oversubscribed links: e_o = {eo:.4f}: cost {sum((x - 1) ** 2 for x in ratios):.4f} "
+              f"({' '.join(f'{x:.3f}' for x in ratios)})", flush=True)
+        return ratios
+
+    eo, cost = fanin.fit(evaluate)
+    return {"oversubscribed_efficiency": eo, "fitted": True, "cost": cost, "runs": runs,
+            "evaluations": evaluations, "incast_seconds": incast}
+
+
 def fit(lat: float, v) -> None:
     """e on the fit half's runs of `v.fit_algos` of validation `v` (projection.BBR_FAN_IN: PS and
     BML; CUBIC_FAN_IN: BML), then each OWN_E executor's e on its own fit-half runs; `v.incast`'s
@@ -169,14 +225,17 @@ def fit(lat: float, v) -> None:
         executors[name] = rec
         by_algo.update({a: rec["fan_in_efficiency"] for a in algos})
     by_algo.update({a: 1.0 for a in v.incast})
+    over = _fit_oversubscribed(halves, lat, e, by_algo, v) if v.oversubscribed else None
+    eo = over["oversubscribed_efficiency"] if over else 1.0
     _write(out, {"experiment": "fan-in efficiency fitted on the fit half", "fan_in_efficiency": e, "cost": cost,
                  "round_latency_seconds": lat, "fit_algorithms": list(v.fit_algos), "incast_algorithms": list(v.incast),
                  "min_gradient_bytes": LATENCY_MIN_BYTES,
                  "runs": [{**_key(f, p, m), "rounds": k} for f, p, m, k in pts], "evaluations": evaluations,
-                 "executors": executors, "fan_in_by_algorithm": by_algo})
+                 "executors": executors, "fan_in_by_algorithm": by_algo,
+                 "oversubscribed_efficiency": eo, "oversubscribed": over})
     print("project every folder with it:",
-          f"FAN_IN='{' '.join(fanin.arguments(e, by_algo))}' {'' if v.cc == 'bbr' else f'CC={v.cc} '}"
-          f"bash scripts/project_measured.sh")
+          f"FAN_IN='{' '.join(fanin.arguments(e, by_algo))}' {f'OVERSUB={eo:.4f} ' if eo != 1.0 else ''}"
+          f"{'' if v.cc == 'bbr' else f'CC={v.cc} '}bash scripts/project_measured.sh")
 
 
 def egress(out: Path, lat: float) -> None:

@@ -11,6 +11,8 @@
 # every algorithm's e, then each executor's own as ALGO=E, 4 decimals as the docs
 # print them) each goes instead to docs/results/projection-fan-in/<name>/ with a `--fan-in` each:
 #   FAN_IN='0.6962 dfs=0.9000 forest=1.0000' bash scripts/project_measured.sh
+# With OVERSUB=E as well (what `fan_in.py fit` prints when it fits one), each also gets
+# `--oversubscribed E`: that efficiency on oversubscribed switch links (fanin.oversubscribed_links).
 # With CC=cubic the default folders are the CUBIC validation's (projection.CUBIC_FOLDERS) and the
 # fan-in projections go to docs/results/projection-fan-in-cubic/ (what `fan_in.py fit --cc cubic` prints).
 set -euo pipefail
@@ -30,10 +32,10 @@ for f in "${folders[@]}"; do
 print(projected_name(sys.argv[1]))' "$f")
   while busy; do echo "an emulation holds /run/syncbed/lock: waiting 30 s"; sleep 30; done
   if [ -n "${FAN_IN:-}" ]; then
-    echo "== $f -> docs/results/$fan_in_dir/$name (--fan-in $FAN_IN)"
+    echo "== $f -> docs/results/$fan_in_dir/$name (--fan-in $FAN_IN${OVERSUB:+ --oversubscribed $OVERSUB})"
     read -ra es <<< "$FAN_IN"
     .venv/bin/python -m emulation.cli project --measured "docs/results/$f" "${es[@]/#/--fan-in=}" \
-        --out "docs/results/$fan_in_dir/$name"
+        ${OVERSUB:+--oversubscribed "$OVERSUB"} --out "docs/results/$fan_in_dir/$name"
   else
     echo "== $f -> docs/results/projection-vs-measured/$name"
     .venv/bin/python -m emulation.cli project --measured "docs/results/$f" \

@@ -2,8 +2,9 @@
 
 docs/PROJECTION.md validates the simulated form on measured runs with parameters fitted on
 one half of them: a start-up per message round L, a fan-in efficiency e (every algorithm's,
-and an executor's own), an executor's own L (BML's stages) and an incast start-up per
-converging flow (PS). Each is charged only where it was fitted: BML's own L at 2 MiB or more
+and an executor's own), an executor's own L (BML's stages), an incast start-up per
+converging flow (PS) and an efficiency e_o of oversubscribed switch links (every algorithm's,
+on topologies that have such links). Each is charged only where it was fitted: BML's own L at 2 MiB or more
 on BCube(n,k) with n >= 3, PS's incast start-up at 2 MiB or more. Typing them as
 `--round-latency`, `--fan-in` and `--incast` loses those conditions; a calibration keeps them.
 
@@ -27,11 +28,12 @@ NAMES = ("bbr", "cubic")  # the validations of docs/PROJECTION.md, by their host
 
 @dataclass(frozen=True)
 class Charges:
-    """What one projection is charged: `core.Request`'s round_latency, fan_in and incast."""
+    """What one projection is charged: `core.Request`'s round_latency, fan_in, incast and oversubscribed."""
 
     round_latency: float
     fan_in: float
     incast: float
+    oversubscribed: float = 1.0
 
 
 def bcube_n(topology: str) -> int | None:
@@ -51,7 +53,8 @@ def parameters(cal: dict, algorithm: str, topology: str, gradient_bytes: int) ->
         lat = own["seconds"]
     inc = cal["incast_by_algorithm"].get(algorithm)
     incast = inc["seconds"] if inc and gradient_bytes >= inc["min_gradient_bytes"] else 0.0
-    return Charges(lat, cal["fan_in_by_algorithm"].get(algorithm, cal["fan_in_efficiency"]), incast)
+    return Charges(lat, cal["fan_in_by_algorithm"].get(algorithm, cal["fan_in_efficiency"]), incast,
+                   cal.get("oversubscribed_efficiency", 1.0))
 
 
 def path(name: str) -> Path:
@@ -79,6 +82,9 @@ def describe(cal: dict) -> str:
     inc = "".join(f", {a.upper()}'s incast start-up {x['seconds'] * 1e3:.1f} ms per converging flow beyond the first "
                   f"(at {x['min_gradient_bytes'] / 2**20:g} MiB or more; fitted on runs of up to "
                   f"{x['max_workers_fitted']} workers)" for a, x in sorted(cal["incast_by_algorithm"].items()))
+    eo = cal.get("oversubscribed_efficiency", 1.0)
+    over = f", e_o = {eo:.3f} on oversubscribed switch links" if eo != 1.0 else ""
     return (f"calibration {cal['name']} (hosts running {cal['congestion_control'].upper()}): "
-            f"L {cal['round_latency_seconds'] * 1e3:.2f} ms per round{own}, e = {cal['fan_in_efficiency']:.3f}{es}{inc}; "
+            f"L {cal['round_latency_seconds'] * 1e3:.2f} ms per round{own}, e = {cal['fan_in_efficiency']:.3f}{es}{inc}"
+            f"{over}; "
             f"fitted on the fit half of {cal['folders']} measured folders ({cal['source']})")

@@ -83,6 +83,8 @@ class NetworkModel:
     # fan-in efficiency e (emulation/simulator/fanin.py): a link into a NIC crossed by n flows
     # delivers e + (1 - e) / n of its capacity (SimGrid's NONLINEAR sharing); 1: plain max-min
     fan_in: float = 1.0
+    # e_o: the same on an oversubscribed switch-to-switch link (fanin.oversubscribed_links); 1: off
+    oversubscribed: float = 1.0
 
     @property
     def factor(self) -> float:
@@ -98,14 +100,30 @@ class NetworkModel:
     def describe(self) -> dict:
         return {"name": "CM02", "bandwidth_factor": round(self.factor, 6), "mtu": self.mtu,
                 "latency_s": 0.0, "weight_S": 0, "crosstraffic": False, "optim": "Full", "cfg": self.cfg(),
-                "fan_in_efficiency": self.fan_in}
+                "fan_in_efficiency": self.fan_in, "oversubscribed_efficiency": self.oversubscribed}
 
     def nic_capacity(self, platform) -> dict | None:
-        """link into a NIC -> SimGrid NONLINEAR callback (fanin.py), or None at fan_in 1."""
-        if self.fan_in == 1.0:
-            return None
-        cb = fanin.capacity(self.fan_in)
-        return {link: cb for link in fanin.nic_links(platform.routes.values())}
+        """link -> SimGrid NONLINEAR callback (fanin.py) for each link into a NIC (at fan_in) and each
+        oversubscribed link (at oversubscribed), or None when both are 1."""
+        out = {}
+        if self.oversubscribed != 1.0:
+            cb = fanin.capacity(self.oversubscribed)
+            out.update({link: cb for link in fanin.oversubscribed_links(platform.links, platform.trunks)})
+        if self.fan_in != 1.0:
+            cb = fanin.capacity(self.fan_in)
+            out.update({link: cb for link in fanin.nic_links(platform.routes.values())})
+        return out or None
+
+
+def oversubscribed_charged(req, topo) -> float:
+    """The e_o that changes anything in a projection of `req` on `topo`: its `oversubscribed` where
+    the topology has oversubscribed links (`fanin.oversubscribed_links`), else 1. Where it is 1 the
+    flows may be reduced by symmetry as without it (a calibration's e_o leaves a projection on
+    equal links as fast as before)."""
+    eo = getattr(req, "oversubscribed", 1.0)
+    if eo == 1.0:
+        return 1.0
+    return eo if fanin.oversubscribed_links(simgrid_platform.directed_links(topo), simgrid_platform.trunks(topo)) else 1.0
 
 
 # ---- pure: what can be simulated, how much memory, which messages ------------------------
@@ -645,6 +663,7 @@ class Request:
     round_latency: float = 0.0  # seconds per message round (simulated_form); 0: the bandwidth term alone
     incast: float = 0.0  # seconds per flow into a step's busiest NIC beyond the first (simulated_form); 0: none
     fan_in: float = 1.0  # NetworkModel.fan_in: efficiency of n flows into one NIC (fanin.py); 1: off
+    oversubscribed: float = 1.0  # NetworkModel.oversubscribed: the same on an oversubscribed link; 1: off
     reduce: str = "auto"  # REDUCE_MODES: one SimGrid communication per class of interchangeable flows
     # ((Compute key, cost model), ...): the sync's compute (Algorithm.compute_charges); () none
     compute: tuple = ()
@@ -754,7 +773,8 @@ def checked(req: Request, topo: Topology, hosts: list, algo: base.Algorithm, pla
     step_flows = [len(s) for s in steps]
     ends = step_ends(topo, [len({f.payload for f in s}) for s in steps], step_flows)
     # fan-in counts the flows into each NIC: auto never reduces it (on is refused by project)
-    reduce = reduces(req.reduce, topo, step_flows) and (req.fan_in == 1.0 or req.reduce == "on")
+    reduce = reduces(req.reduce, topo, step_flows) and ((req.fan_in, oversubscribed_charged(req, topo)) == (1.0, 1.0)
+                                                         or req.reduce == "on")
     if reduce:  # SimGrid holds a few classes at a time; the arrays of the reduction hold every flow
         need = estimate_memory(topo, len(pairs), hops, 0) + MEM_PER_REDUCED_LINK * hops * sum(step_flows)
     else:
@@ -978,7 +998,10 @@ def _identity(p) -> dict:
             "topology": fast.name, "algorithm": p.algo.name, "algo_spec": p.spec,
             "workers": ctx.workers, "servers": ctx.servers, "hosts": p.hosts,
             "model": p.model, "gradient_bytes": ctx.gradient_bytes,
-            "link_mbps": link_mbps[0] if len(link_mbps) == 1 else link_mbps, "ecmp": fast.params.get("ecmp")}
+            "link_mbps": link_mbps[0] if len(link_mbps) == 1 else link_mbps, "ecmp": fast.params.get("ecmp"),
+            # directed switch-to-switch links slower than the hosts' (where --oversubscribed applies)
+            "oversubscribed_links": len(fanin.oversubscribed_links(simgrid_platform.directed_links(fast),
+                                                                   simgrid_platform.trunks(fast)))}
 
 
 def _simulator_record(sim: dict, model: NetworkModel, p, counts: dict, messages: int, steps: int,
@@ -1030,14 +1053,17 @@ def project(req: Request | Prepared, topo: Topology | None = None, inspect: bool
 
     t0 = time.perf_counter()
     p = req if isinstance(req, Prepared) else prepare(req, topo)
+    counted = [o for o, v in (("--fan-in", p.req.fan_in), ("--oversubscribed", oversubscribed_charged(p.req, p.topo)))
+               if v != 1.0]
     if p.orbits is not None:
-        if p.req.fan_in != 1.0:
-            raise ValueError("--fan-in counts every flow into a NIC: it cannot run on flow orbits")
+        if counted:
+            raise ValueError(f"{' and '.join(counted)} count every flow on a link: they cannot run on flow orbits")
         return _project_orbits(p, t0, inspect, log)
     fast, hosts, algo, ctx, flows, form = p.topo, p.hosts, p.algo, p.ctx, p.flows, p.form
-    model = NetworkModel(fan_in=p.req.fan_in)
-    if model.fan_in != 1.0 and p.reduce:
-        raise ValueError("--fan-in counts every flow into a NIC: it cannot run on a reduced schedule (--reduce off)")
+    model = NetworkModel(fan_in=p.req.fan_in, oversubscribed=p.req.oversubscribed)
+    if counted and p.reduce:
+        raise ValueError(f"{' and '.join(counted)} count every flow on a link: they cannot run on a reduced schedule "
+                         "(--reduce off)")
     platform, sched, sim, reduced, t_routes = _run_form(fast, hosts, form, p.pairs, p.background, model,
                                                         p.req.mode, inspect, log, p.reduce, p.req.max_seconds,
                                                         p.req.max_memory, p.req.reduce == "on")
@@ -1102,7 +1128,8 @@ def _prepare_orbits(req: Request, topo: Topology, name: str, raw: dict, workers:
 
     if req.reduce != "auto":
         return f"--reduce {req.reduce}"
-    if getattr(req, "fan_in", 1.0) != 1.0:  # a NIC's capacity would depend on how many flows cross it
+    if (getattr(req, "fan_in", 1.0), oversubscribed_charged(req, topo)) != (1.0, 1.0):
+        # a link's capacity would depend on how many flows cross it
         return "a fan-in efficiency below 1 shares a link by its number of flows, which one flow per orbit changes"
     why = orbits.refusal(topo)
     if why:

@@ -29,7 +29,15 @@ The incast start-up (`converging`, `extra_flows`; `core.simulated_form`'s `incas
 project --incast`) is the other form of the same loss: a time per flow into a step's busiest
 NIC beyond the first, not a share of its bytes. With CUBIC in the hosts PS's runs lose about
 the same seconds at 2 and at 3.8 MiB, growing with the flows into a NIC, so the CUBIC
-validation gives PS that instead of e (docs/PROJECTION.md, "Fan-in")."""
+validation gives PS that instead of e (docs/PROJECTION.md, "Fan-in").
+
+An oversubscribed tier (a switch-to-switch link slower than the hosts' links: forest scenario 3's
+aggregation-core links) loses in its own way: with CUBIC, PS there lost the same share of its
+sync at half and at a quarter of the link speeds (docs/FIDELITY.md #23), a share of the slow
+links' rate, not a time per flow. So those links (`oversubscribed_links`) take an efficiency of
+their own, e_o, in the same form eff(n), every algorithm's (a ring crossing them one flow per
+link loses nothing), fitted on the fit-half runs with such links (`scripts/fan_in.py fit`).
+No other topology the validations hold has one, so nothing else changes with it."""
 from __future__ import annotations
 
 
@@ -76,6 +84,19 @@ def capacity(e: float, shape: float = 1.0):
 def nic_links(routes) -> set:
     """The directed links into a NIC: the last link of every route (`Platform.routes` values)."""
     return {r[-1] for r in routes if r}
+
+
+def oversubscribed_links(links: dict, trunks) -> set:
+    """Of `links` (directed link -> capacity, `Platform.links`), those among `trunks` (the directed
+    switch-to-switch links, `Platform.trunks`) slower than the fastest link with a host at one
+    end: where flows from hosts that could send faster converge on less capacity (an
+    oversubscribed core). None on a Fat-Tree of equal links or on a BCube (no switch-to-switch
+    links)."""
+    edge = [bw for name, bw in links.items() if name not in trunks]
+    if not trunks or not edge:
+        return set()
+    fastest = max(edge)
+    return {name for name in trunks if links[name] < fastest * (1 - 1e-9)}
 
 
 def egress_links(routes) -> set:

@@ -44,6 +44,9 @@ class Platform:
     links: dict  # directed link (name of the transmitting interface) -> bytes/s
     routes: dict = field(default_factory=dict)  # (src endpoint, dst endpoint) -> (link, ...)
     endpoints: dict = field(default_factory=dict)  # (src host, dst host, nic) -> (src ep, dst ep)
+    # directed links between two switches (every other link has a host at one end: a NIC's); the
+    # reduced platforms of symmetry.py and orbits.py leave it empty (they refuse fan-in models)
+    trunks: frozenset = frozenset()
 
     def counts(self) -> dict:
         return {"hosts": len(self.hosts), "routers": len(self.routers), "links": len(self.links),
@@ -134,6 +137,13 @@ def directed_links(topo: Topology) -> dict:
     return out
 
 
+def trunks(topo: Topology) -> frozenset:
+    """The directed links (`directed_links`' names) whose both ends are switches."""
+    switch = set(topo.switches())
+    return frozenset(x for link in topo.links if {topo.intfs[link.a].node, topo.intfs[link.b].node} <= switch
+                     for x in (link.a, link.b))
+
+
 def endpoints_for(pairs) -> dict:
     """(src host, dst host, nic) -> (src endpoint, dst endpoint); see the module docstring."""
     nics: dict = {}
@@ -160,7 +170,8 @@ def platform_for(topo: Topology, pairs) -> Platform:
     for src, dst, nic in pairs:
         dst_ip = topo.host_nics(dst)[nic].ip
         routes[eps[(src, dst, nic)]] = tuple(tx for tx, _ in topo.route(src, dst_ip))
-    return Platform(topo.name, topo.hosts() + aliases, topo.switches(), directed_links(topo), routes, eps)
+    return Platform(topo.name, topo.hosts() + aliases, topo.switches(), directed_links(topo), routes, eps,
+                    trunks(topo))
 
 
 def instantiate(platform: Platform, simgrid, capacity_of_flows: dict | None = None) -> dict:

@@ -48,6 +48,9 @@ class Sweep:
     # efficiency of n flows into one NIC (emulation/simulator/fanin.py; 1: off): a number for every
     # algorithm, or a list of `--fan-in` values, E and/or ALGO=E (an algorithm's own, fanin.parse)
     fan_in: float | list = 1.0
+    # e_o: the same efficiency on an oversubscribed switch-to-switch link (fanin.oversubscribed_links;
+    # 1: off), every algorithm's
+    oversubscribed: float = 1.0
     # a validation's fitted L, e, own L and incast start-up, each charged where it was fitted
     # (calibration.py: "cubic" or "bbr"); instead of round_latency, incast and fan_in
     calibration: str | None = None
@@ -80,18 +83,23 @@ def requests(s: Sweep, measured: dict) -> list[tuple[Request, object]]:
     lat, lat_of = round_latencies(s.round_latency)
     inc, inc_of = incasts(s.incast)
     fan_in, fan_in_of = fanin.parse(s.fan_in, base.registry())
+    oversub = float(s.oversubscribed if s.oversubscribed is not None else 1.0)
+    if not 0 < oversub <= 1:
+        raise ValueError(f"--oversubscribed {s.oversubscribed!r} is not an efficiency; give a number in (0, 1] "
+                         "(1: no loss on oversubscribed links)")
     cal = calibrated(s)
 
     def charges(algorithm: str, topology: str, layer_sizes) -> dict:
         """round_latency, fan_in and incast of one projection: the calibration's, else the options'."""
         if cal is not None:
             c = calibration.parameters(cal, algorithm, topology, sum(layer_sizes) * base.DTYPE_BYTES)
-            return {"round_latency": c.round_latency, "fan_in": c.fan_in, "incast": c.incast}
+            return {"round_latency": c.round_latency, "fan_in": c.fan_in, "incast": c.incast,
+                    "oversubscribed": c.oversubscribed}
         return {"fan_in": fan_in_of.get(algorithm, fan_in), "round_latency": lat_of.get(algorithm, lat),
-                "incast": inc_of.get(algorithm, inc)}
+                "incast": inc_of.get(algorithm, inc), "oversubscribed": oversub}
     given = given_costs(s.compute)
     limits = dict(mode=s.mode, max_memory=s.max_memory_gb * 2**30 if s.max_memory_gb else None,
-                  max_seconds=s.max_minutes * 60, reduce=s.reduce,  # round_latency, fan_in, incast: charges()
+                  max_seconds=s.max_minutes * 60, reduce=s.reduce,  # L, fan_in, incast, oversubscribed: charges()
                   compute=tuple(sorted(given.items())), compute_source="given (--compute)" if given else "")
     if s.experiment:
         from emulation import config
@@ -134,7 +142,8 @@ def calibrated(s: Sweep) -> dict | None:
     if s.calibration is None:
         return None
     typed = [o for o, v, default in (("--round-latency", s.round_latency, 0.0), ("--incast", s.incast, 0.0),
-                                     ("--fan-in", s.fan_in, 1.0)) if v not in (None, [], default)]
+                                     ("--fan-in", s.fan_in, 1.0), ("--oversubscribed", s.oversubscribed, 1.0))
+             if v not in (None, [], default)]
     if typed:
         raise ValueError(f"--calibration {s.calibration} sets {', '.join(typed)} itself; give either the calibration "
                          "or the values")

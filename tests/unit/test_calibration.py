@@ -48,6 +48,8 @@ def test_the_shipped_file_is_what_the_results_give_and_charges_each_run_as_the_v
     for r in rows:
         c = calibration.parameters(want, r["algorithm"], r["topology"], r["gradient_bytes"])
         assert (c.round_latency, c.fan_in, c.incast) == (r["fan_in_l"], r["fan_in_e"], r["fan_in_incast"]), r["experiment"]
+        # e_o changes a projection only on a topology with oversubscribed links, as in the validation
+        assert (c.oversubscribed if r["oversubscribed"] else 1.0) == r["fan_in_eo"], r["experiment"]
 
 
 def test_the_cubic_file_charges_ps_an_incast_start_up_and_bml_its_own_latency():
@@ -65,11 +67,13 @@ def test_the_sweep_charges_each_request_its_calibrated_values():
     assert reqs["ps"].incast == cal["incast_by_algorithm"]["ps"]["seconds"] and reqs["ps"].fan_in == 1.0
     assert (reqs["ring"].round_latency, reqs["ring"].fan_in, reqs["ring"].incast) == (
         cal["round_latency_seconds"], cal["fan_in_efficiency"], 0.0)
+    assert {r.oversubscribed for r in reqs.values()} == {cal.get("oversubscribed_efficiency", 1.0)}  # every algorithm's
     small = sweep.Sweep(topo=["bcube,n=4,k=2"], algo=["ps"], mb=1.0, calibration="cubic")
     assert [r.incast for r, _ in sweep.requests(small, {})] == [0.0]
 
 
-@pytest.mark.parametrize("typed", [{"round_latency": ["0.003"]}, {"incast": ["ps=0.01"]}, {"fan_in": ["0.7"]}])
+@pytest.mark.parametrize("typed", [{"round_latency": ["0.003"]}, {"incast": ["ps=0.01"]}, {"fan_in": ["0.7"]},
+                                   {"oversubscribed": 0.8}])
 def test_a_calibration_with_the_values_it_sets_is_refused(typed):
     s = sweep.Sweep(topo=["fattree,k=4"], algo=["ps"], calibration="cubic", **typed)
     with pytest.raises(ValueError, match=r"--calibration cubic sets --\S+ itself; give either"):

@@ -11,7 +11,11 @@ split its fit uses (emulation/report/doctables/projection.py).
 - the incast start-up: flows into a step's busiest NIC counted from flows or blocks alike, charged
   per flow beyond the first (exactly, with and without the reduction by orbits; a ring pays
   none), bad values refused, its closed-form fit recovers a known one from its fit half's large
-  runs, and the CUBIC table charges it to PS (e = 1) where it says.
+  runs, and the CUBIC table charges it to PS (e = 1) where it says;
+- oversubscribed links (e_o): only switch-to-switch links slower than the hosts' are, e_o slows
+  PS's many flows on them by less than 1 / e_o and a ring's one flow per link not at all, bad
+  values and values given with a calibration are refused, and a calibration charges its e_o to
+  every algorithm (an older file without one: none).
 """
 from __future__ import annotations
 
@@ -349,3 +353,93 @@ def test_the_cubic_fan_in_table_gives_ps_e_1_and_its_incast_start_up_on_its_larg
     for r in rows:
         extra = c * r["extra_flows"] if pt.charged_incast(r, fit["incast_by_algorithm"]) else 0.0
         assert r["fan_in_seconds"] == pytest.approx(r["fan_in_sim"] + r["fan_in_l"] * (r["rounds"] or 0) + extra)
+
+
+def test_oversubscribed_links_are_the_switch_links_slower_than_the_hosts():
+    from emulation.simulator import platform as sp
+    from topologies import spec
+
+    def over(topo):
+        return fanin.oversubscribed_links(sp.directed_links(topo), sp.trunks(topo))
+
+    s3 = spec.build("fattree,k=4", bw=10, link_bw={"agg-core": 2.5}, ecmp="two-level")
+    core_links = {x for link in s3.links if link.cls == "agg-core" for x in (link.a, link.b)}
+    assert len(core_links) == 32 and over(s3) == core_links  # both directions of every agg-core link
+    assert sp.trunks(s3) > core_links  # edge-agg links are trunks too, at the hosts' speed
+    assert over(spec.build("fattree,k=4", bw=10)) == set()  # equal links: none
+    assert over(spec.build("bcube,n=4,k=2", bw=10, link_bw={"level1": 2.5})) == set()  # BCube: no trunks
+    # slower host links make no trunk oversubscribed: the fastest host link sets the bar
+    slow_hosts = spec.build("fattree,k=4", bw=10, link_bw={"h0_0_2": 5})
+    assert over(slow_hosts) == set()
+
+
+@needs_simgrid
+def test_an_oversubscribed_core_slows_many_flows_and_leaves_a_ring_alone():
+    # PS on forest scenario 3's Fat-Tree at half speed: the core is its bottleneck and carries
+    # many flows per link, so e_o makes it slower (and by less than 1/e_o: eff(n) > e_o); a ring
+    # on the same Fat-Tree at e_o is simulated as at 1 where its core links carry one flow each
+    from emulation.simulator import platform as sp
+    from topologies import spec
+
+    req = dict(topo="fattree,k=4", workers=16, mb=2, bw=10, ecmp="two-level", reduce="off")
+    s3 = spec.build("fattree,k=4", bw=10, link_bw={"agg-core": 2.5}, ecmp="two-level")
+
+    def sim(algo, eo):
+        return core.project(core.Request(**req, algo=algo, oversubscribed=eo), s3)
+
+    plain, slowed = sim("ps", 1.0), sim("ps", 0.8)
+    assert plain["oversubscribed_links"] == 32
+    assert plain["simulated_seconds"] < slowed["simulated_seconds"] < plain["simulated_seconds"] / 0.8 + 1e-9
+    assert slowed["payload_equal"] and slowed["simulator"]["network_model"]["oversubscribed_efficiency"] == 0.8
+    from collections import Counter
+
+    from workloads.algorithms import base
+
+    prep = core.prepare(core.Request(**req, algo="ring"), s3)
+    over = fanin.oversubscribed_links(sp.directed_links(prep.topo), sp.trunks(prep.topo))
+    h = prep.hosts
+    on_slow = [Counter(tx for f in base.wire_flows(step) if f.payload > 0 and f.src != f.dst
+                       for tx, _ in prep.topo.route(h[f.src], prep.topo.host_nics(h[f.dst])[f.nic].ip) if tx in over)
+               for step in prep.steps]
+    busiest = max((max(c.values()) for c in on_slow if c), default=0)
+    assert busiest >= 1  # the ring crosses the core
+    ring, ring_slowed = sim("ring", 1.0)["simulated_seconds"], sim("ring", 0.8)["simulated_seconds"]
+    assert ring_slowed == pytest.approx(ring, rel=1e-9) if busiest == 1 else ring_slowed > ring
+    with pytest.raises(ValueError, match="reduced schedule"):
+        core.project(core.Request(**{**req, "reduce": "on"}, algo="ps", oversubscribed=0.8), s3)
+
+
+def test_oversubscribed_values_are_refused_in_one_line_and_with_a_calibration():
+    from emulation.simulator import sweep
+
+    for bad in (0.0, 1.5, -1):
+        with pytest.raises(ValueError, match=r"--oversubscribed .* give a number in \(0, 1\]"):
+            sweep.requests(sweep.Sweep(topo=["fattree,k=4"], algo=["ps"], oversubscribed=bad), {})
+    with pytest.raises(ValueError, match="sets --oversubscribed itself"):
+        sweep.requests(sweep.Sweep(topo=["fattree,k=4"], algo=["ps"], oversubscribed=0.8, calibration="cubic"), {})
+    reqs = sweep.requests(sweep.Sweep(topo=["fattree,k=4"], algo=["ps", "ring"], oversubscribed=0.8), {})
+    assert [r.oversubscribed for r, _ in reqs] == [0.8, 0.8]  # every algorithm's
+
+
+def test_a_calibration_charges_its_oversubscribed_efficiency_to_every_algorithm():
+    from emulation.simulator import calibration
+
+    cal = {"round_latency_seconds": 0.003, "round_latency_by_algorithm": {}, "incast_by_algorithm": {},
+           "fan_in_efficiency": 0.6, "fan_in_by_algorithm": {"ps": 1.0}}
+    assert calibration.parameters(cal, "ps", "fattree(4)", 2**21).oversubscribed == 1.0  # an older file: none
+    cal["oversubscribed_efficiency"] = 0.8
+    assert {calibration.parameters(cal, a, "fattree(4)", 2**21).oversubscribed for a in ("ps", "ring", "forest")} == {0.8}
+
+
+def test_an_oversubscribed_efficiency_leaves_equal_links_reduced_by_symmetry():
+    # a calibration's e_o on a Fat-Tree of equal links changes nothing, so PS keeps its orbits
+    # (what lets --calibration cubic reach thousands of workers); on forest scenario 3's core it
+    # counts every flow and the orbits are refused
+    from topologies import spec
+
+    req = dict(topo="fattree,k=4", algo="ps", workers=16, mb=2, bw=10, ecmp="two-level")
+    assert core.oversubscribed_charged(core.Request(**req, oversubscribed=0.8), spec.build("fattree,k=4", bw=10)) == 1.0
+    assert core.prepare(core.Request(**req, oversubscribed=0.8)).orbits is not None
+    s3 = spec.build("fattree,k=4", bw=10, link_bw={"agg-core": 2.5}, ecmp="two-level")
+    assert core.oversubscribed_charged(core.Request(**req, oversubscribed=0.8), s3) == 0.8
+    assert core.prepare(core.Request(**req, oversubscribed=0.8), s3).orbits is None

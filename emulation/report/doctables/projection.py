@@ -141,7 +141,12 @@ CUBIC_FOLDERS = ("tcp-cc/hd-cubic", "tcp-cc/default-cubic", "tcp-cc/bml-bcube32-
                  # (are its spurious timeouts what PS loses there?), at a quarter speed (per byte or
                  # per flow?), and at half speed again
                  "rto-min/forest-s3-half-speed-rto10000",
-                 *(f"ovs-sndbuf/{f}" for f in ("forest-s3-quarter-speed-64m", "forest-s3-half-speed-64m-r2")))
+                 *(f"ovs-sndbuf/{f}" for f in ("forest-s3-quarter-speed-64m", "forest-s3-half-speed-64m-r2")),
+                 # 2026-12-02 20:53-21:08, PS and ring, each named into its half before it ran: forest
+                 # scenario 3 at half speed with the core at 2:1, 8:1 and 4:1 again (fit: what e_o is
+                 # fitted on, the 4:1 runs above held out), and PS at 48 and 54 workers on k=6 (held out)
+                 *(f"ovs-sndbuf/{f}" for f in ("forest-s3-half-speed-2to1-64m", "forest-s3-half-speed-8to1-64m",
+                                               "forest-s3-half-speed-64m-r4", "ps-p48-bw10-64m", "ps-p54-bw10-64m")))
 
 
 def host_tcp(run: dict) -> str:
@@ -858,6 +863,9 @@ class FanIn:
     # incast start-up per converging flow instead (`incast_fit`)
     fit_algos: tuple = ("ps", "bml")
     incast: tuple = ()
+    # whether oversubscribed switch links take an efficiency of their own, e_o (fanin.oversubscribed_links),
+    # fitted after e on the fit-half runs on topologies with such links
+    oversubscribed: bool = False
 
     @property
     def fit_rel(self) -> str:
@@ -879,8 +887,12 @@ BBR_FAN_IN = FanIn(FAN_IN_FOLDERS, "bbr", "projection-fan-in-fit", "projection-f
 # runs and undershot 2 MiB ones. So PS takes e = 1 and an incast start-up per flow into a step's
 # busiest NIC beyond the first, and e is fitted on BML alone (docs/PROJECTION.md, "Fan-in").
 # The BBR validation keeps its fit of e on PS and BML: its hosts no longer run BBR.
+# PS on forest scenario 3's oversubscribed core lost the same share of its sync at half and at a
+# quarter of the link speeds (docs/FIDELITY.md #23): a share of the slow links' rate, which the
+# incast start-up, a time per flow, does not give. So those links take an e_o of their own.
 CUBIC_FAN_IN = FanIn(CUBIC_FOLDERS, "cubic", "projection-fan-in-fit-cubic", "projection-fan-in-cubic",
-                     "python scripts/fan_in.py fit --cc cubic", fit_algos=("bml",), incast=("ps",))
+                     "python scripts/fan_in.py fit --cc cubic", fit_algos=("bml",), incast=("ps",),
+                     oversubscribed=True)
 FAN_IN_FIT, FAN_IN_RUNS, FAN_IN_SOURCES = BBR_FAN_IN.fit_rel, BBR_FAN_IN.run_rels, BBR_FAN_IN.sources
 CUBIC_FAN_IN_SOURCES = CUBIC_FAN_IN.sources
 
@@ -941,12 +953,13 @@ def incast_fit(rows, lat: float, algos: tuple) -> dict:
     """{algorithm of `algos`: its incast start-up c}, seconds per flow into a step's busiest NIC
     beyond the first (`fanin.extra_flows`, summed over a sync: `extra_flows`), fitted as L is
     (`fit_round_latency`, the same relative least squares, closed form) on its faithful fit-half
-    runs of today's executor that take it (`charged_incast`), simulated at its e (1) plus L x
-    rounds: simulated + L x rounds + c x extra flows against measured."""
+    runs of today's executor that take it (`charged_incast`) on a topology without oversubscribed
+    links (those fit e_o, with this c), simulated at its e (1) plus L x rounds: simulated + L x
+    rounds + c x extra flows against measured."""
     out = {}
     for algo in algos:
         mine = [r for r in rows if r["algorithm"] == algo and r["fit"] and not r["superseded"]
-                and r.get("extra_flows") and charged_incast(r, algos)]
+                and r.get("extra_flows") and charged_incast(r, algos) and not r.get("oversubscribed")]
         pts = [(r["measured_seconds"], r["fan_in_sim"] + lat * (r["rounds"] or 0), r["extra_flows"]) for r in mine]
         if not pts:
             raise ValueError(f"no faithful fit-half {algo} run of 2 MiB or more with converging flows to fit its "
@@ -969,6 +982,7 @@ def _fan_in_rows(data: dict, fan: FanIn = BBR_FAN_IN) -> tuple[dict, float, list
         raise ValueError(f"{fan.fit_rel} was fitted with L = {fit['round_latency_seconds']} s, the latency fit now "
                          f"gives {lat} s: rerun `{fan.command}` and the fan-in projections")
     e, own = fit["fan_in_efficiency"], fit.get("fan_in_by_algorithm") or {}
+    eo = fit.get("oversubscribed_efficiency", 1.0)
     base = {(r["experiment"], r["topology"], r["algo_spec"], r["model"]): r for r in rows}
     out = []
     for folder, rel in zip(fan.folders, fan.run_rels):
@@ -981,17 +995,28 @@ def _fan_in_rows(data: dict, fan: FanIn = BBR_FAN_IN) -> tuple[dict, float, list
                 raise ValueError(f"{rel} simulated other runs than docs/results/{folder} now holds: rerun its fan-in "
                                  f"projection (scripts/fan_in.py)")
             sim = sims[(v["topology"], v["algo_spec"], v["model"])]
-            used = ((sim.get("simulator") or {}).get("network_model") or {}).get("fan_in_efficiency")
+            net = (sim.get("simulator") or {}).get("network_model") or {}
+            used, used_o = net.get("fan_in_efficiency"), net.get("oversubscribed_efficiency", 1.0)
             want = own.get(b["algorithm"], e)  # its executor's own e, else the PS and BML one
-            if used is None or abs(used - want) > 1e-3 or sim.get("round_latency_seconds"):
-                raise ValueError(f"{rel} was simulated with fan-in {used} and L {sim.get('round_latency_seconds')} for "
-                                 f"{v['algo_spec']}, not the fitted e = {want:.4f} and L = 0: rerun it")
+            if (used is None or abs(used - want) > 1e-3 or abs(used_o - eo) > 1e-3
+                    or sim.get("round_latency_seconds")):
+                raise ValueError(f"{rel} was simulated with fan-in {used}, e_o {used_o} and L "
+                                 f"{sim.get('round_latency_seconds')} for {v['algo_spec']}, not the fitted e = "
+                                 f"{want:.4f}, e_o = {eo:.4f} and L = 0: rerun it")
             if v["faithful"] is not True:
                 continue
             out.append({**b, "fan_in_sim": v["simulated_seconds"], "fan_in_e": want,
-                        "extra_flows": sim.get("extra_flows_per_sync")})
+                        "extra_flows": sim.get("extra_flows_per_sync"),
+                        "oversubscribed": bool(sim.get("oversubscribed_links")),
+                        "fan_in_eo": eo if sim.get("oversubscribed_links") else 1.0})
     own = own_latency(out, lat)
     inc = incast_fit(out, lat, fan.incast)
+    over = fit.get("oversubscribed") or {}
+    for algo, c in (over.get("incast_seconds") or {}).items():
+        now = inc[algo]["seconds"] if algo in inc else 0.0
+        if abs(c - now) > 1e-6:
+            raise ValueError(f"{fan.fit_rel} fitted e_o with {algo.upper()}'s incast start-up at {c * 1e3:.3f} ms, "
+                             f"the fit now gives {now * 1e3:.3f} ms: rerun `{fan.command}` and the fan-in projections")
     for r in out:
         # layer-wise plans (no rounds) pay their own measured start-ups, as in projection-validation
         r["fan_in_l"] = round_latency_of(r, lat, own)
@@ -1013,6 +1038,7 @@ def calibration_record(data: dict, fan: FanIn) -> dict:
     return {"name": fan.cc, "congestion_control": fan.cc, "round_latency_seconds": lat,
             "fan_in_efficiency": fit["fan_in_efficiency"],
             "fan_in_by_algorithm": dict(sorted((fit.get("fan_in_by_algorithm") or {}).items())),
+            "oversubscribed_efficiency": fit.get("oversubscribed_efficiency", 1.0),
             "round_latency_by_algorithm": {a: {"seconds": x["seconds"], "min_gradient_bytes": LATENCY_MIN_BYTES,
                                                "min_bcube_n": OWN_LATENCY_MIN_BCUBE_N, "runs": x["runs"]} for a, x in sorted(own.items())},
             "incast_by_algorithm": {a: {"seconds": x["seconds"], "min_gradient_bytes": LATENCY_MIN_BYTES,
@@ -1041,7 +1067,7 @@ PS_SCAN = (("tcp-cc/ps-scan-p4-cubic", "01-fattree-4-ps-synthetic"),
            # the k=6 file with ovs-vswitchd's send buffer at 64 MiB (docs/FIDELITY.md #23)
            *((f"ovs-sndbuf/{f}", "01-fattree-6-ps-synthetic") for f in (
                "ps-k6-p16-64m", "ps-p20-64m", "ps-p24-64m", "ps-p24-64m-r2", "ps-p28-64m", "ps-p32-64m",
-               "ps-p32-64m-r2", "ps-p32-64m-r4", "ps-p40-64m")))
+               "ps-p32-64m-r2", "ps-p32-64m-r4", "ps-p40-64m", "ps-p48-bw10-64m", "ps-p54-bw10-64m")))
 PS_SCAN_SOURCES = CUBIC_FAN_IN_SOURCES + tuple(f"{f}/{d}/capture.json" for f, d in PS_SCAN)
 
 
@@ -1133,6 +1159,10 @@ def projection_tcp_cc(data: dict) -> list[str]:
         stages += "".join(f"; {a.upper()} e = 1 and an incast start-up of {x['seconds'] * 1e3:.1f} ms per converging "
                           f"flow ({x['runs']} fit-half run{'' if x['runs'] == 1 else 's'})"
                           for a, x in fit["incast_by_algorithm"].items())
+        over = fit.get("oversubscribed") or {}
+        if over.get("fitted"):
+            stages += (f"; oversubscribed switch links e_o = {fit['oversubscribed_efficiency']:.3f} ({len(over['runs'])} "
+                       f"fit-half runs)")
         lines.append(f"- {cc.upper()} ({len(v.folders)} folders): L = {lat * 1e3:.2f} ms per round, "
                      f"fan-in e = {fit['fan_in_efficiency']:.3f} ({' and '.join(a.upper() for a in v.fit_algos)})"
                      f"{'; ' + own if own else ''}{stages}.")
@@ -1400,12 +1430,24 @@ def projection_fan_in(data: dict, fan: FanIn = BBR_FAN_IN) -> list[str]:
                      f"rounds + c x those flows), on its own {x['runs']} faithful fit-half "
                      f"run{'' if x['runs'] == 1 else 's'} of 2 MiB or more ({', '.join(x['experiments'])}), and "
                      f"charged at 2 MiB or more (below, L alone).")
+    over = fit.get("oversubscribed") or {}
+    eo = fit.get("oversubscribed_efficiency", 1.0)
+    if fan.oversubscribed:
+        names = ", ".join(sorted({r["experiment"] for r in over.get("runs") or []})) or "none"
+        lines.append(f"- Oversubscribed switch links (switch to switch, slower than the hosts' links: forest scenario "
+                     f"3's aggregation-core links): **e_o = {eo:.3f}**, every algorithm's, in the same form e_o + "
+                     f"(1 - e_o)/n, fitted after e (least squares as e: each run at its executor's e, L x rounds "
+                     f"and its incast start-up added) on the {len(over.get('runs') or [])} faithful fit-half runs of "
+                     f"2 MiB or more on a topology with such links ({names}; "
+                     f"{len(over.get('evaluations') or [])} evaluations)." if over.get("fitted") else
+                     "- Oversubscribed switch links: no faithful fit-half run of 2 MiB or more crosses one: e_o = 1.")
     from emulation.simulator import fanin
 
     args = fanin.arguments(e, fit.get("fan_in_by_algorithm") or {})
     lats = [f"{lat:.4f}", *(f"{a}={x['seconds']:.4f}" for a, x in sorted(own.items()))]
     incs = "".join(f" `--incast {a}={x['seconds']:.4f}`" for a, x in sorted(inc.items()))
-    lines += ["", f"Every run below is projected again with {' '.join(f'`--fan-in {a}`' for a in args)} "
+    oversub = f" `--oversubscribed {eo:.4f}`" if eo != 1.0 else ""
+    lines += ["", f"Every run below is projected again with {' '.join(f'`--fan-in {a}`' for a in args)}{oversub} "
                   f"(`docs/results/{fan.runs}/`) and L x rounds added, what "
                   f"{' '.join(f'`--round-latency {a}`' for a in lats)}{incs} charge{'' if len(lats) > 1 or inc else 's'} "
                   f"(an own L{' or incast start-up' if inc else ''} only where the list "
@@ -1436,7 +1478,21 @@ def projection_fan_in(data: dict, fan: FanIn = BBR_FAN_IN) -> list[str]:
                f"{r['model']} ({r['fan_in_ratio']:.2f})"
                for r in rows if not r["fit"] and r["fan_in_ratio"] is not None and abs(r["fan_in_ratio"] - 1) > TOLERANCE]
     return lines + ["", "Held out and outside 10% with the fitted e and L: " + ("; ".join(outside) or "none") + ".",
-                    "", _stage_startups(rows)]
+                    "", _stage_startups(rows), *(_oversubscribed_runs(rows) if fan.oversubscribed else [])]
+
+
+def _oversubscribed_runs(rows) -> list[str]:
+    """Every faithful run on a topology with oversubscribed links, both halves: simulated /
+    measured with nothing fitted, and with everything fitted (e_o included)."""
+    rs = sorted((r for r in rows if r.get("oversubscribed")), key=lambda r: (not r["fit"], r["experiment"], r["algo_spec"]))
+    if not rs:
+        return []
+    cells = [[r["experiment"], "fit" if r["fit"] else "held out", algo_label(r), r["model"],
+              fmt(common.ratio(r["simulated_seconds"], r["measured_seconds"]), ".2f"),
+              fmt(r["fan_in_ratio"], ".2f")] for r in rs]
+    return ["", "The runs on a topology with oversubscribed links, both halves:", "",
+            *table(["experiment", "half", "algorithm", "model", "sim/meas, nothing fitted", "sim/meas, fitted (e_o too)"],
+                   cells)]
 
 
 def _stage_startups(rows) -> str:

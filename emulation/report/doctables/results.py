@@ -44,14 +44,14 @@ TCP_CC_PAIRS = (("tcp-cc/hd-kernel-bbr", "tcp-cc/hd-cubic"),
 # PS past 16 workers (docs/FIDELITY.md #23): the PS scan's k=6 file at 16, 24 and 32 workers with
 # ovs-vswitchd's send buffer at 16 MiB (tcp-cc/, the morning of 2026-12-02; rto-min/, that
 # afternoon, with the hosts' minimum RTO raised and at the kernel's as the control) and at 64 MiB
-# (ovs-sndbuf/, after those; P = 40 on the evening of 2026-12-02); (folder, send buffer MiB where the run did not record it)
+# (ovs-sndbuf/, after those; P = 40, 48 and 54 on the evening of 2026-12-02); (folder, send buffer MiB where the run did not record it)
 PS_PAST_16 = (("tcp-cc/ps-scan-k6-p16-cubic", 16), ("tcp-cc/ps-scan-p24-cubic", 16), ("tcp-cc/ps-scan-p24-cubic-r2", 16),
               ("tcp-cc/ps-scan-p32-cubic", 16), ("tcp-cc/ps-scan-p24-bw5-cubic", 16),
               *((f"rto-min/{f}", 16) for f in ("ps-p24-rto3000", "ps-p24-kernel", "ps-p32-rto3000",
                                                "ps-k6-p16-rto3000", "ps-p24-bw5-rto5000", "ps-p32-kernel")),
               *((f"ovs-sndbuf/{f}", 64) for f in ("ps-k6-p16-64m", "ps-p20-64m", "ps-p24-64m", "ps-p24-64m-r2",
                                                   "ps-p28-64m", "ps-p32-64m", "ps-p32-64m-r2", "ps-p32-64m-r4",
-                                                  "ps-p40-64m")))
+                                                  "ps-p40-64m", "ps-p48-bw10-64m", "ps-p54-bw10-64m")))
 PS_PAST_16_RUN = "01-fattree-6-ps-synthetic"  # the PS run of experiments/ps_incast_fattree6.yaml
 # every tcp-cc/ folder: those of the pairs, the BML files' second CUBIC runs (docs/papers/bml.md)
 # and the rest of the CUBIC validation (docs/PROJECTION.md)
@@ -139,7 +139,8 @@ RESULTS_INDEX = {  # top folder -> its summaries (the experiments `syncbed run` 
     "rto-min": (*(f for f, _ in PS_PAST_16 if f.startswith("rto-min/")), "rto-min/forest-s3-half-speed-rto10000"),
     "ovs-sndbuf": (*(f for f, _ in PS_PAST_16 if f.startswith("ovs-sndbuf/")), "ovs-sndbuf/forest-s3-oversubscribed-64m",
                    "ovs-sndbuf/forest-s3-half-speed-64m", "ovs-sndbuf/forest-s3-quarter-speed-64m",
-                   "ovs-sndbuf/forest-s3-half-speed-64m-r2"),
+                   "ovs-sndbuf/forest-s3-half-speed-64m-r2", "ovs-sndbuf/forest-s3-half-speed-2to1-64m",
+                   "ovs-sndbuf/forest-s3-half-speed-8to1-64m", "ovs-sndbuf/forest-s3-half-speed-64m-r4"),
     "small-messages": ("small-messages/bcube32", "small-messages/bcube32-check", "small-messages/bcube32-check-r2",
                        *(f"small-messages/syncs50-{k}-r{i}" for k in ("16k", "64k") for i in (1, 2))),
 }
