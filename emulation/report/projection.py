@@ -157,7 +157,8 @@ def render(summary: dict, plots: list[Path]) -> str:
             cal = summary["calibration"]
             lines += [f"Charged by `--calibration`, each where it was fitted: {describe(cal)}. "
                       "Each run's own values are in summary.json (round_latency_seconds, incast_seconds, "
-                      "network_model's fan_in_efficiency).", ""]
+                      "network_model's fan_in_efficiency and oversubscribed_efficiency; oversubscribed_links: "
+                      "how many links e_o applied to).", ""]
             beyond = [r for r in runs if r.get("incast_seconds") and r.get("workers", 0)
                       > cal["incast_by_algorithm"].get(r.get("algorithm"), {}).get("max_workers_fitted", float("inf"))]
             if beyond:

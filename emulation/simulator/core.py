@@ -1202,7 +1202,8 @@ def _project_orbits(p: Prepared, t0: float, inspect: bool, log=None) -> dict:
     from emulation import expected as analysis
 
     fast, hosts, algo, of = p.topo, p.hosts, p.algo, p.orbits
-    model = NetworkModel()
+    # e_o as asked: orbits run only where it changes nothing (`oversubscribed_charged`), the record says it
+    model = NetworkModel(oversubscribed=p.req.oversubscribed)
     flows = sum(of.flows_per_step)
     if log:
         log(f"  {flows} flows in {len(of.sched)} step(s) as {' + '.join(map(str, of.info['classes_per_step']))} "

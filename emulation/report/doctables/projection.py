@@ -144,9 +144,13 @@ CUBIC_FOLDERS = ("tcp-cc/hd-cubic", "tcp-cc/default-cubic", "tcp-cc/bml-bcube32-
                  *(f"ovs-sndbuf/{f}" for f in ("forest-s3-quarter-speed-64m", "forest-s3-half-speed-64m-r2")),
                  # 2026-12-02 20:53-21:08, PS and ring, each named into its half before it ran: forest
                  # scenario 3 at half speed with the core at 2:1, 8:1 and 4:1 again (fit: what e_o is
-                 # fitted on, the 4:1 runs above held out), and PS at 48 and 54 workers on k=6 (held out)
+                 # fitted on, the 4:1 runs above held out), and PS at 48 and 54 workers on k=6 (held
+                 # out; 54 not faithful); 22:03-22:17: PS at 54 at 5 Mbit/s (held out) and MG-WFBP's
+                 # 16-worker ResNet-50 (fit)
                  *(f"ovs-sndbuf/{f}" for f in ("forest-s3-half-speed-2to1-64m", "forest-s3-half-speed-8to1-64m",
-                                               "forest-s3-half-speed-64m-r4", "ps-p48-bw10-64m", "ps-p54-bw10-64m")))
+                                               "forest-s3-half-speed-64m-r4", "ps-p48-bw10-64m", "ps-p54-bw10-64m",
+                                               "ps-p54-bw5-64m")),
+                 "tcp-cc/mgwfbp-fattree16-resnet50-cubic")
 
 
 def host_tcp(run: dict) -> str:
@@ -1067,7 +1071,8 @@ PS_SCAN = (("tcp-cc/ps-scan-p4-cubic", "01-fattree-4-ps-synthetic"),
            # the k=6 file with ovs-vswitchd's send buffer at 64 MiB (docs/FIDELITY.md #23)
            *((f"ovs-sndbuf/{f}", "01-fattree-6-ps-synthetic") for f in (
                "ps-k6-p16-64m", "ps-p20-64m", "ps-p24-64m", "ps-p24-64m-r2", "ps-p28-64m", "ps-p32-64m",
-               "ps-p32-64m-r2", "ps-p32-64m-r4", "ps-p40-64m", "ps-p48-bw10-64m", "ps-p54-bw10-64m")))
+               "ps-p32-64m-r2", "ps-p32-64m-r4", "ps-p40-64m", "ps-p48-bw10-64m", "ps-p54-bw10-64m",
+               "ps-p54-bw5-64m")))
 PS_SCAN_SOURCES = CUBIC_FAN_IN_SOURCES + tuple(f"{f}/{d}/capture.json" for f, d in PS_SCAN)
 
 

@@ -51,7 +51,8 @@ PS_PAST_16 = (("tcp-cc/ps-scan-k6-p16-cubic", 16), ("tcp-cc/ps-scan-p24-cubic", 
                                                "ps-k6-p16-rto3000", "ps-p24-bw5-rto5000", "ps-p32-kernel")),
               *((f"ovs-sndbuf/{f}", 64) for f in ("ps-k6-p16-64m", "ps-p20-64m", "ps-p24-64m", "ps-p24-64m-r2",
                                                   "ps-p28-64m", "ps-p32-64m", "ps-p32-64m-r2", "ps-p32-64m-r4",
-                                                  "ps-p40-64m", "ps-p48-bw10-64m", "ps-p54-bw10-64m")))
+                                                  "ps-p40-64m", "ps-p48-bw10-64m", "ps-p54-bw10-64m",
+                                                  "ps-p54-bw5-64m")))
 PS_PAST_16_RUN = "01-fattree-6-ps-synthetic"  # the PS run of experiments/ps_incast_fattree6.yaml
 # every tcp-cc/ folder: those of the pairs, the BML files' second CUBIC runs (docs/papers/bml.md)
 # and the rest of the CUBIC validation (docs/PROJECTION.md)
