@@ -150,7 +150,10 @@ CUBIC_FOLDERS = ("tcp-cc/hd-cubic", "tcp-cc/default-cubic", "tcp-cc/bml-bcube32-
                  *(f"ovs-sndbuf/{f}" for f in ("forest-s3-half-speed-2to1-64m", "forest-s3-half-speed-8to1-64m",
                                                "forest-s3-half-speed-64m-r4", "ps-p48-bw10-64m", "ps-p54-bw10-64m",
                                                "ps-p54-bw5-64m")),
-                 "tcp-cc/mgwfbp-fattree16-resnet50-cubic")
+                 "tcp-cc/mgwfbp-fattree16-resnet50-cubic",
+                 # 22:57, after that fresh-clone CI: PS and ring on a second oversubscribed Fat-Tree, k=6 with
+                 # its core at 4:1, 24 workers (held out: does e_o, fitted on k=4, carry over?)
+                 "ovs-sndbuf/ps-k6-p24-core4to1-64m")
 
 
 def host_tcp(run: dict) -> str:
