@@ -151,13 +151,6 @@ def _fit_on(pts, lat: float, what: str) -> tuple[float, float, list]:
     return e, cost, evaluations
 
 
-def _oversubscribed(p) -> bool:
-    """Whether a prepared projection's topology has oversubscribed links (`fanin.oversubscribed_links`)."""
-    from emulation.simulator import platform as sp
-
-    return bool(fanin.oversubscribed_links(sp.directed_links(p.topo), sp.trunks(p.topo)))
-
-
 def _incast_now(v, lat: float) -> dict:
     """{algorithm of v.incast: its incast start-up} as `syncbed docs` fits it (`projection.incast_fit`),
     from the plain projections (projection-vs-measured): those algorithms take e = 1 and the fit
@@ -179,7 +172,7 @@ def _fit_oversubscribed(halves, lat: float, e: float, by_algo: dict, v) -> dict:
     squares as e: each simulated at its executor's e (else `e`) and the candidate e_o, plus L x
     rounds and its incast start-up x its extra converging flows where it is charged one
     (`_incast_now`, 2 MiB or more; `syncbed docs` refuses a fit made with another)."""
-    pts = [x for x in _points(halves, None) if _oversubscribed(x[1])]
+    pts = [x for x in _points(halves, None) if core.oversubscribed_links_of(x[1].topo)]
     runs = [{**_key(f, p, m), "rounds": k} for f, p, m, k in pts]
     if not pts:
         return {"oversubscribed_efficiency": 1.0, "fitted": False, "runs": runs}

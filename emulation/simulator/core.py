@@ -115,6 +115,11 @@ class NetworkModel:
         return out or None
 
 
+def oversubscribed_links_of(topo: Topology) -> set:
+    """The topology's oversubscribed links (`fanin.oversubscribed_links` of its platform's links)."""
+    return fanin.oversubscribed_links(simgrid_platform.directed_links(topo), simgrid_platform.trunks(topo))
+
+
 def oversubscribed_charged(req, topo) -> float:
     """The e_o that changes anything in a projection of `req` on `topo`: its `oversubscribed` where
     the topology has oversubscribed links (`fanin.oversubscribed_links`), else 1. Where it is 1 the
@@ -123,7 +128,7 @@ def oversubscribed_charged(req, topo) -> float:
     eo = getattr(req, "oversubscribed", 1.0)
     if eo == 1.0:
         return 1.0
-    return eo if fanin.oversubscribed_links(simgrid_platform.directed_links(topo), simgrid_platform.trunks(topo)) else 1.0
+    return eo if oversubscribed_links_of(topo) else 1.0
 
 
 # ---- pure: what can be simulated, how much memory, which messages ------------------------
@@ -1000,8 +1005,7 @@ def _identity(p) -> dict:
             "model": p.model, "gradient_bytes": ctx.gradient_bytes,
             "link_mbps": link_mbps[0] if len(link_mbps) == 1 else link_mbps, "ecmp": fast.params.get("ecmp"),
             # directed switch-to-switch links slower than the hosts' (where --oversubscribed applies)
-            "oversubscribed_links": len(fanin.oversubscribed_links(simgrid_platform.directed_links(fast),
-                                                                   simgrid_platform.trunks(fast)))}
+            "oversubscribed_links": len(oversubscribed_links_of(fast))}
 
 
 def _simulator_record(sim: dict, model: NetworkModel, p, counts: dict, messages: int, steps: int,

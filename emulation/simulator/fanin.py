@@ -36,8 +36,10 @@ aggregation-core links) loses in its own way: with CUBIC, PS there lost the same
 sync at half and at a quarter of the link speeds (docs/FIDELITY.md #23), a share of the slow
 links' rate, not a time per flow. So those links (`oversubscribed_links`) take an efficiency of
 their own, e_o, in the same form eff(n), every algorithm's (a ring crossing them one flow per
-link loses nothing), fitted on the fit-half runs with such links (`scripts/fan_in.py fit`).
-No other topology the validations hold has one, so nothing else changes with it."""
+link loses nothing), fitted on the fit-half runs with such links (`scripts/fan_in.py fit`),
+all of them forest scenario 3's Fat-Tree. It does not carry over: PS on a k=6 Fat-Tree with
+its core at 4:1 lost nothing beyond the flow model, and e_o overshoots it (docs/PROJECTION.md,
+"With CUBIC in the hosts")."""
 from __future__ import annotations
 
 

@@ -51,8 +51,8 @@ class Sweep:
     # e_o: the same efficiency on an oversubscribed switch-to-switch link (fanin.oversubscribed_links;
     # 1: off), every algorithm's
     oversubscribed: float = 1.0
-    # a validation's fitted L, e, own L and incast start-up, each charged where it was fitted
-    # (calibration.py: "cubic" or "bbr"); instead of round_latency, incast and fan_in
+    # a validation's fitted L, e, own L, incast start-up and e_o, each charged where calibration.py
+    # says ("cubic" or "bbr"); instead of round_latency, incast, fan_in and oversubscribed
     calibration: str | None = None
     # cost models of the sync's compute, `KEY=C0:C1` (costs.parse); with `measured`, a run's own
     # logged means stand for the keys not given here
@@ -83,14 +83,14 @@ def requests(s: Sweep, measured: dict) -> list[tuple[Request, object]]:
     lat, lat_of = round_latencies(s.round_latency)
     inc, inc_of = incasts(s.incast)
     fan_in, fan_in_of = fanin.parse(s.fan_in, base.registry())
-    oversub = float(s.oversubscribed if s.oversubscribed is not None else 1.0)
+    oversub = s.oversubscribed
     if not 0 < oversub <= 1:
         raise ValueError(f"--oversubscribed {s.oversubscribed!r} is not an efficiency; give a number in (0, 1] "
                          "(1: no loss on oversubscribed links)")
     cal = calibrated(s)
 
     def charges(algorithm: str, topology: str, layer_sizes) -> dict:
-        """round_latency, fan_in and incast of one projection: the calibration's, else the options'."""
+        """round_latency, fan_in, incast and oversubscribed of one projection: the calibration's, else the options'."""
         if cal is not None:
             c = calibration.parameters(cal, algorithm, topology, sum(layer_sizes) * base.DTYPE_BYTES)
             return {"round_latency": c.round_latency, "fan_in": c.fan_in, "incast": c.incast,

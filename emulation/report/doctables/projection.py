@@ -151,7 +151,7 @@ CUBIC_FOLDERS = ("tcp-cc/hd-cubic", "tcp-cc/default-cubic", "tcp-cc/bml-bcube32-
                                                "forest-s3-half-speed-64m-r4", "ps-p48-bw10-64m", "ps-p54-bw10-64m",
                                                "ps-p54-bw5-64m")),
                  "tcp-cc/mgwfbp-fattree16-resnet50-cubic",
-                 # 22:57, after that fresh-clone CI: PS and ring on a second oversubscribed Fat-Tree, k=6 with
+                 # 22:53-22:59, after that fresh-clone CI: PS and ring on a second oversubscribed Fat-Tree, k=6 with
                  # its core at 4:1, 24 workers (held out: does e_o, fitted on k=4, carry over?)
                  "ovs-sndbuf/ps-k6-p24-core4to1-64m")
 
