@@ -5,9 +5,9 @@ one half of them: a start-up per message round L, a fan-in efficiency e (every a
 and an executor's own), an executor's own L (BML's stages), an incast start-up per
 converging flow (PS) and an efficiency e_o of oversubscribed switch links (every algorithm's,
 on topologies that have such links). Each is charged only where it was fitted: BML's own L at 2 MiB or more
-on BCube(n,k) with n >= 3, PS's incast start-up at 2 MiB or more; e_o is charged on any
-topology with oversubscribed links, though it was fitted on one Fat-Tree's and overshoots
-another's (docs/PROJECTION.md, "What is left"). Typing them as `--round-latency`, `--fan-in`,
+on BCube(n,k) with n >= 3, PS's incast start-up at 2 MiB or more; e_o on the oversubscribed
+links whose flows meet a second one as loaded (`fanin.in_series`), on any topology, though it
+was fitted on Fat-Trees k=4 and 6 only (docs/PROJECTION.md, "What is left"). Typing them as `--round-latency`, `--fan-in`,
 `--incast` and `--oversubscribed` loses those conditions; a calibration keeps them.
 
 A calibration is a JSON file shipped with the package (calibrations/NAME.json, one per

@@ -36,10 +36,12 @@ aggregation-core links) loses in its own way: with CUBIC, PS there lost the same
 sync at half and at a quarter of the link speeds (docs/FIDELITY.md #23), a share of the slow
 links' rate, not a time per flow. So those links (`oversubscribed_links`) take an efficiency of
 their own, e_o, in the same form eff(n), every algorithm's (a ring crossing them one flow per
-link loses nothing), fitted on the fit-half runs with such links (`scripts/fan_in.py fit`),
-all of them forest scenario 3's Fat-Tree. It does not carry over: PS on a k=6 Fat-Tree with
-its core at 4:1 lost nothing beyond the flow model, and e_o overshoots it (docs/PROJECTION.md,
-"With CUBIC in the hosts")."""
+link loses nothing), fitted on the fit-half runs with such links (`scripts/fan_in.py fit`).
+Only where flows meet two of them in a row, the second at least as loaded (`in_series`): PS on
+a k=6 Fat-Tree with its core at 4:1 and its 24 workers spread lost nothing beyond the flow
+model, its busiest core links feeding links at 0.6-0.7 of their load, while PS with every used
+core link equally loaded lost on k=4 with 16 and with 8 workers and on k=6 with three full
+pods (docs/PROJECTION.md, "With CUBIC in the hosts")."""
 from __future__ import annotations
 
 
@@ -99,6 +101,37 @@ def oversubscribed_links(links: dict, trunks) -> set:
         return set()
     fastest = max(edge)
     return {name for name in trunks if links[name] < fastest * (1 - 1e-9)}
+
+
+def in_series(steps, routes: dict, over, links: dict) -> set:
+    """Of the oversubscribed links `over`, those whose flows meet a second one at least as loaded:
+    in some step a flow crosses link l and another link of `over` whose load in that step (its
+    bytes / its capacity) is at least l's. `steps`: per step, (src endpoint, dst endpoint, bytes)
+    messages (`core.schedule`); `routes`: (src, dst) -> directed links (`Platform.routes`);
+    `links`: directed link -> capacity (`Platform.links`).
+
+    Why (docs/PROJECTION.md, "With CUBIC in the hosts"): PS lost a share of its sync on every
+    Fat-Tree whose used core links were equally loaded, each flow crossing two of them in a row
+    (up to a core switch and down), and nothing on one where the busiest core links' flows went
+    down links at 0.6-0.7 of their load. The links charged are those where a flow queues at two
+    saturated drop-tail queues in a row; the tighter of two unequal ones is not."""
+    from collections import Counter
+
+    out: set = set()
+    if not over:
+        return out
+    for step in steps:
+        load: Counter = Counter()
+        paths = []
+        for src, dst, size in step:
+            r = [x for x in routes[(src, dst)] if x in over]
+            for x in r:
+                load[x] += size / links[x]
+            if len(r) > 1:
+                paths.append(r)
+        for r in paths:
+            out.update(x for x in r if x not in out and any(load[o] >= load[x] * (1 - 1e-9) for o in r if o != x))
+    return out
 
 
 def egress_links(routes) -> set:

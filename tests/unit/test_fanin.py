@@ -373,6 +373,28 @@ def test_oversubscribed_links_are_the_switch_links_slower_than_the_hosts():
     assert over(slow_hosts) == set()
 
 
+def test_in_series_charges_the_links_whose_flows_meet_a_second_one_as_loaded():
+    # two oversubscribed links in a row (up "u", down "d"), each 1 byte/s
+    links = {"u": 1.0, "d": 1.0, "u2": 1.0, "nic": 4.0}
+    over = {"u", "d", "u2"}
+    routes = {("a", "b"): ("x", "u", "d", "nic"), ("c", "b"): ("y", "u2", "d", "nic"),
+              ("a", "e"): ("x", "u", "nic")}
+    # equal loads on u and d: both charged
+    assert fanin.in_series([[("a", "b", 10)]], routes, over, links) == {"u", "d"}
+    # d carries two flows, u one: u's flow meets the busier d (charged), d's tighter queue is not
+    assert fanin.in_series([[("a", "b", 10), ("c", "b", 10)]], routes, over, links) == {"u", "u2"}
+    # one oversubscribed link on the route: nothing in series
+    assert fanin.in_series([[("a", "e", 10)]], routes, over, links) == set()
+    # a link outside `over` (the NIC) does not count; no oversubscribed links: none
+    assert fanin.in_series([[("a", "b", 10)]], routes, {"u"}, links) == set()
+    assert fanin.in_series([[("a", "b", 10)]], routes, set(), links) == set()
+    # per step: a link is charged where some step puts it in series
+    steps = [[("a", "e", 10)], [("a", "b", 10)]]
+    assert fanin.in_series(steps, routes, over, links) == {"u", "d"}
+    # loads are bytes / capacity: a link twice as fast with twice the bytes is as loaded
+    assert fanin.in_series([[("a", "b", 10)]], routes, over, {**links, "d": 2.0}) == {"d"}
+
+
 @needs_simgrid
 def test_an_oversubscribed_core_slows_many_flows_and_leaves_a_ring_alone():
     # PS on forest scenario 3's Fat-Tree at half speed: the core is its bottleneck and carries
@@ -389,6 +411,9 @@ def test_an_oversubscribed_core_slows_many_flows_and_leaves_a_ring_alone():
 
     plain, slowed = sim("ps", 1.0), sim("ps", 0.8)
     assert plain["oversubscribed_links"] == 32
+    # every core link equally loaded, each flow crossing two in a row: all 32 take e_o
+    assert slowed["simulator"]["oversubscribed_charged_links"] == 32
+    assert plain["simulator"]["oversubscribed_charged_links"] == 0
     assert plain["simulated_seconds"] < slowed["simulated_seconds"] < plain["simulated_seconds"] / 0.8 + 1e-9
     assert slowed["payload_equal"] and slowed["simulator"]["network_model"]["oversubscribed_efficiency"] == 0.8
     from collections import Counter
@@ -407,6 +432,29 @@ def test_an_oversubscribed_core_slows_many_flows_and_leaves_a_ring_alone():
     assert ring_slowed == pytest.approx(ring, rel=1e-9) if busiest == 1 else ring_slowed > ring
     with pytest.raises(ValueError, match="reduced schedule"):
         core.project(core.Request(**{**req, "reduce": "on"}, algo="ps", oversubscribed=0.8), s3)
+
+
+@needs_simgrid
+def test_e_o_spares_a_core_whose_busiest_links_feed_less_loaded_ones():
+    # PS on a k=6 Fat-Tree with its core at 4:1 (as ovs-sndbuf/ps-k6-p24-core4to1-64m and
+    # -p27-core4to1-ordered-bw5-64m measured): 24 workers spread load the core unevenly, the busiest
+    # links' flows going down links at 0.6-0.7 of their load, so the busiest take no e_o and the sync
+    # is the flow model's; 27 workers filling three pods load every used core link equally, and
+    # every one takes e_o
+    from topologies import spec
+
+    k6 = spec.build("fattree,k=6", bw=10, link_bw={"agg-core": 2.5}, ecmp="two-level")
+
+    def sim(workers, placement, eo):
+        return core.project(core.Request("fattree,k=6", "ps", workers, mb=2, bw=10, ecmp="two-level",
+                                         placement=placement, reduce="off", oversubscribed=eo), k6)
+
+    plain, slowed = sim(24, "spread", 1.0), sim(24, "spread", 0.8)
+    assert 0 < slowed["simulator"]["oversubscribed_charged_links"] < slowed["oversubscribed_links"]
+    assert slowed["simulated_seconds"] == pytest.approx(plain["simulated_seconds"], rel=0.01)
+    packed, packed_slowed = sim(27, "ordered", 1.0), sim(27, "ordered", 0.8)
+    assert packed_slowed["simulator"]["oversubscribed_charged_links"] == 54  # 3 pods x 9 links, up and down
+    assert packed_slowed["simulated_seconds"] > packed["simulated_seconds"] * 1.1
 
 
 def test_oversubscribed_values_are_refused_in_one_line_and_with_a_calibration():

@@ -153,7 +153,12 @@ CUBIC_FOLDERS = ("tcp-cc/hd-cubic", "tcp-cc/default-cubic", "tcp-cc/bml-bcube32-
                  "tcp-cc/mgwfbp-fattree16-resnet50-cubic",
                  # 22:53-22:59, after that fresh-clone CI: PS and ring on a second oversubscribed Fat-Tree, k=6 with
                  # its core at 4:1, 24 workers (held out: does e_o, fitted on k=4, carry over?)
-                 "ovs-sndbuf/ps-k6-p24-core4to1-64m")
+                 "ovs-sndbuf/ps-k6-p24-core4to1-64m",
+                 # 2026-12-03 02:28-02:58, PS and ring: which oversubscribed cores lose? Scenario 3's at
+                 # 4:1 with 8 workers (held out), k=6's at 4:1 with three full pods (fit; not faithful at
+                 # 10 Mbit/s, so again at 5 Mbit/s with the core at 1.25)
+                 *(f"ovs-sndbuf/{f}" for f in ("forest-s3-half-speed-p8-64m", "ps-k6-p27-core4to1-ordered-64m",
+                                               "ps-k6-p27-core4to1-ordered-bw5-64m")))
 
 
 def host_tcp(run: dict) -> str:
@@ -991,7 +996,7 @@ def _fan_in_rows(data: dict, fan: FanIn = BBR_FAN_IN) -> tuple[dict, float, list
     e, own = fit["fan_in_efficiency"], fit.get("fan_in_by_algorithm") or {}
     eo = fit.get("oversubscribed_efficiency", 1.0)
     base = {(r["experiment"], r["topology"], r["algo_spec"], r["model"]): r for r in rows}
-    out = []
+    out, unfaithful = [], []
     for folder, rel in zip(fan.folders, fan.run_rels):
         proj = data[rel]
         sims = {(r["topology"], r["algo_spec"], r["model"]): r for r in proj.get("runs", [])}
@@ -1010,12 +1015,17 @@ def _fan_in_rows(data: dict, fan: FanIn = BBR_FAN_IN) -> tuple[dict, float, list
                 raise ValueError(f"{rel} was simulated with fan-in {used}, e_o {used_o} and L "
                                  f"{sim.get('round_latency_seconds')} for {v['algo_spec']}, not the fitted e = "
                                  f"{want:.4f}, e_o = {eo:.4f} and L = 0: rerun it")
-            if v["faithful"] is not True:
-                continue
-            out.append({**b, "fan_in_sim": v["simulated_seconds"], "fan_in_e": want,
-                        "extra_flows": sim.get("extra_flows_per_sync"),
-                        "oversubscribed": bool(sim.get("oversubscribed_links")),
-                        "fan_in_eo": eo if sim.get("oversubscribed_links") else 1.0})
+            row = {**b, "fan_in_sim": v["simulated_seconds"], "fan_in_e": want,
+                   "extra_flows": sim.get("extra_flows_per_sync"),
+                   "oversubscribed": bool(sim.get("oversubscribed_links")),
+                   "fan_in_eo": eo if sim.get("oversubscribed_links") else 1.0,
+                   # (links that took e_o: fanin.in_series, the oversubscribed links)
+                   "eo_links": ((sim.get("simulator") or {}).get("oversubscribed_charged_links"),
+                                sim.get("oversubscribed_links"))}
+            if v["faithful"] is True:
+                out.append(row)
+            elif row["oversubscribed"]:  # shown, marked, beside the faithful ones (_oversubscribed_runs)
+                unfaithful.append(row)
     own = own_latency(out, lat)
     inc = incast_fit(out, lat, fan.incast)
     over = fit.get("oversubscribed") or {}
@@ -1024,14 +1034,15 @@ def _fan_in_rows(data: dict, fan: FanIn = BBR_FAN_IN) -> tuple[dict, float, list
         if abs(c - now) > 1e-6:
             raise ValueError(f"{fan.fit_rel} fitted e_o with {algo.upper()}'s incast start-up at {c * 1e3:.3f} ms, "
                              f"the fit now gives {now * 1e3:.3f} ms: rerun `{fan.command}` and the fan-in projections")
-    for r in out:
+    for r in out + unfaithful:
         # layer-wise plans (no rounds) pay their own measured start-ups, as in projection-validation
         r["fan_in_l"] = round_latency_of(r, lat, own)
         r["fan_in_incast"] = inc[r["algorithm"]]["seconds"] if charged_incast(r, inc) else 0.0
         r["fan_in_seconds"] = (r["fan_in_sim"] + r["fan_in_l"] * (r["rounds"] or 0)
                                + r["fan_in_incast"] * (r["extra_flows"] or 0))
         r["fan_in_ratio"] = common.ratio(r["fan_in_seconds"], r["measured_seconds"])
-    return {**fit, "round_latency_by_algorithm": own, "incast_by_algorithm": inc}, lat, out
+    return ({**fit, "round_latency_by_algorithm": own, "incast_by_algorithm": inc,
+             "unfaithful_oversubscribed": unfaithful}, lat, out)
 
 
 def calibration_record(data: dict, fan: FanIn) -> dict:
@@ -1486,21 +1497,32 @@ def projection_fan_in(data: dict, fan: FanIn = BBR_FAN_IN) -> list[str]:
                f"{r['model']} ({r['fan_in_ratio']:.2f})"
                for r in rows if not r["fit"] and r["fan_in_ratio"] is not None and abs(r["fan_in_ratio"] - 1) > TOLERANCE]
     return lines + ["", "Held out and outside 10% with the fitted e and L: " + ("; ".join(outside) or "none") + ".",
-                    "", _stage_startups(rows), *(_oversubscribed_runs(rows) if fan.oversubscribed else [])]
+                    "", _stage_startups(rows),
+                    *(_oversubscribed_runs(rows, fit["unfaithful_oversubscribed"]) if fan.oversubscribed else [])]
 
 
-def _oversubscribed_runs(rows) -> list[str]:
-    """Every faithful run on a topology with oversubscribed links, both halves: simulated /
-    measured with nothing fitted, and with everything fitted (e_o included)."""
-    rs = sorted((r for r in rows if r.get("oversubscribed")), key=lambda r: (not r["fit"], r["experiment"], r["algo_spec"]))
+def _oversubscribed_runs(rows, unfaithful=()) -> list[str]:
+    """Every run on a topology with oversubscribed links, both halves, the faithful ones first
+    (those not faithful marked, in no fit and no count): simulated / measured with nothing
+    fitted, and with everything fitted (e_o included), and how many of the topology's
+    oversubscribed links took e_o (`fanin.in_series`)."""
+    def key(r):
+        return (r["faithful"] is not True, not r["fit"], r["experiment"], r["algo_spec"])
+    rs = sorted([r for r in rows if r.get("oversubscribed")] + list(unfaithful), key=key)
     if not rs:
         return []
-    cells = [[r["experiment"], "fit" if r["fit"] else "held out", algo_label(r), r["model"],
+
+    def charged(r):
+        n, of = r.get("eo_links") or (None, None)
+        return NA if n is None or not of else f"{n} of {of}"
+    cells = [[r["experiment"], ("fit" if r["fit"] else "held out") + ("" if r["faithful"] is True else ", faithful: **NO**"),
+              algo_label(r), r["model"], charged(r),
               fmt(common.ratio(r["simulated_seconds"], r["measured_seconds"]), ".2f"),
               fmt(r["fan_in_ratio"], ".2f")] for r in rs]
-    return ["", "The runs on a topology with oversubscribed links, both halves:", "",
-            *table(["experiment", "half", "algorithm", "model", "sim/meas, nothing fitted", "sim/meas, fitted (e_o too)"],
-                   cells)]
+    return ["", "The runs on a topology with oversubscribed links, both halves (those not faithful in no fit and "
+            "no count):", "",
+            *table(["experiment", "half", "algorithm", "model", "oversubscribed links that took e_o",
+                    "sim/meas, nothing fitted", "sim/meas, fitted (e_o too)"], cells)]
 
 
 def _stage_startups(rows) -> str:
