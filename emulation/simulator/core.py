@@ -102,22 +102,22 @@ class NetworkModel:
                 "latency_s": 0.0, "weight_S": 0, "crosstraffic": False, "optim": "Full", "cfg": self.cfg(),
                 "fan_in_efficiency": self.fan_in, "oversubscribed_efficiency": self.oversubscribed}
 
-    def nic_capacity(self, platform, sched: list) -> dict | None:
+    def nic_capacity(self, platform, charged: set) -> dict | None:
         """link -> SimGrid NONLINEAR callback (fanin.py) for each link into a NIC (at fan_in) and each
-        oversubscribed link whose flows in `sched` (steps of (src ep, dst ep, bytes)) meet a second
-        one at least as loaded (at oversubscribed; `fanin.in_series`), or None when both are 1."""
+        of the oversubscribed links `charged` (`charged_oversubscribed`, at oversubscribed), or None
+        when neither applies."""
         out = {}
         if self.oversubscribed != 1.0:
             cb = fanin.capacity(self.oversubscribed)
-            out.update({link: cb for link in self.charged_oversubscribed(platform, sched)})
+            out.update({link: cb for link in charged})
         if self.fan_in != 1.0:
             cb = fanin.capacity(self.fan_in)
             out.update({link: cb for link in fanin.nic_links(platform.routes.values())})
         return out or None
 
-
     def charged_oversubscribed(self, platform, sched: list) -> set:
-        """The oversubscribed links e_o is charged on (`fanin.in_series`); none when it is 1."""
+        """The oversubscribed links e_o is charged on: those whose flows in `sched` (steps of (src ep,
+        dst ep, bytes)) meet a second one at least as loaded (`fanin.in_series`); none when it is 1."""
         if self.oversubscribed == 1.0:
             return set()
         over = fanin.oversubscribed_links(platform.links, platform.trunks)
@@ -538,7 +538,8 @@ def _run_in_engine(platform, sched, model: NetworkModel, mode: str, inspect: boo
     t0, c0 = time.perf_counter(), time.process_time()
     engine = simgrid.Engine(["syncbed-project", *model.cfg(), "--log=root.thres:warning",
                              "--log=xbt_cfg.thres:warning"])
-    hosts = simgrid_platform.instantiate(platform, simgrid, model.nic_capacity(platform, sched))
+    charged = model.charged_oversubscribed(platform, sched)
+    hosts = simgrid_platform.instantiate(platform, simgrid, model.nic_capacity(platform, charged))
     t_platform = time.perf_counter() - t0
     step_end: list = []
     sent: dict = {}  # (src ep, dst ep) -> bytes of the communications the actors completed
@@ -608,7 +609,7 @@ def _run_in_engine(platform, sched, model: NetworkModel, mode: str, inspect: boo
            "sync_seconds": step_end[-1] if step_end else 0.0,
            "link_bytes": link_bytes, "sent": sent,
            # oversubscribed links that took e_o (those in series with one as loaded: fanin.in_series)
-           "oversubscribed_charged_links": len(model.charged_oversubscribed(platform, sched)),
+           "oversubscribed_charged_links": len(charged),
            "wall": {"platform_seconds": t_platform, "run_seconds": t_run,
                     "total_seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0},
            # this child's peak (pages shared with the parent at the fork included)

@@ -39,9 +39,10 @@ their own, e_o, in the same form eff(n), every algorithm's (a ring crossing them
 link loses nothing), fitted on the fit-half runs with such links (`scripts/fan_in.py fit`).
 Only where flows meet two of them in a row, the second at least as loaded (`in_series`): PS on
 a k=6 Fat-Tree with its core at 4:1 and its 24 workers spread lost nothing beyond the flow
-model, its busiest core links feeding links at 0.6-0.7 of their load, while PS with every used
-core link equally loaded lost on k=4 with 16 and with 8 workers and on k=6 with three full
-pods (docs/PROJECTION.md, "With CUBIC in the hosts")."""
+model, its busiest core links feeding less loaded ones, as did PS with 9 workers spread on
+k=4, while PS with every used core link equally loaded lost on k=4 with 16 and with 8 workers
+and on k=6 with three full pods (not faithful there; docs/PROJECTION.md, "With CUBIC in the
+hosts")."""
 from __future__ import annotations
 
 
@@ -112,8 +113,8 @@ def in_series(steps, routes: dict, over, links: dict) -> set:
 
     Why (docs/PROJECTION.md, "With CUBIC in the hosts"): PS lost a share of its sync on every
     Fat-Tree whose used core links were equally loaded, each flow crossing two of them in a row
-    (up to a core switch and down), and nothing on one where the busiest core links' flows went
-    down links at 0.6-0.7 of their load. The links charged are those where a flow queues at two
+    (up to a core switch and down), and nothing on those where the busiest core links' flows went
+    down less loaded links. The links charged are those where a flow queues at two
     saturated drop-tail queues in a row; the tighter of two unequal ones is not."""
     from collections import Counter
 

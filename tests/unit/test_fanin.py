@@ -438,7 +438,7 @@ def test_an_oversubscribed_core_slows_many_flows_and_leaves_a_ring_alone():
 def test_e_o_spares_a_core_whose_busiest_links_feed_less_loaded_ones():
     # PS on a k=6 Fat-Tree with its core at 4:1 (as ovs-sndbuf/ps-k6-p24-core4to1-64m and
     # -p27-core4to1-ordered-bw5-64m measured): 24 workers spread load the core unevenly, the busiest
-    # links' flows going down links at 0.6-0.7 of their load, so the busiest take no e_o and the sync
+    # links' flows going down less loaded links, so the busiest take no e_o and the sync
     # is the flow model's; 27 workers filling three pods load every used core link equally, and
     # every one takes e_o
     from topologies import spec
