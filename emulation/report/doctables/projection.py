@@ -154,11 +154,19 @@ CUBIC_FOLDERS = ("tcp-cc/hd-cubic", "tcp-cc/default-cubic", "tcp-cc/bml-bcube32-
                  # 22:53-22:59, after that fresh-clone CI: PS and ring on a second oversubscribed Fat-Tree, k=6 with
                  # its core at 4:1, 24 workers (held out: does e_o, fitted on k=4, carry over?)
                  "ovs-sndbuf/ps-k6-p24-core4to1-64m",
-                 # 2026-12-03 02:28-02:58, PS and ring: which oversubscribed cores lose? Scenario 3's at
+                 # 2026-12-03 02:28-02:40, PS and ring: which oversubscribed cores lose? Scenario 3's at
                  # 4:1 with 8 workers (held out), k=6's at 4:1 with three full pods (fit; not faithful at
-                 # 10 Mbit/s, so again at 5 Mbit/s with the core at 1.25)
+                 # 10 Mbit/s, nor again at 5 Mbit/s with the core at 1.25); 02:48-02:53, scenario 3's
+                 # with 9 (held out) and 10 workers spread (fit), whose busiest core links feed less
+                 # loaded ones: the test of fanin.in_series, chosen with the projection before they ran
                  *(f"ovs-sndbuf/{f}" for f in ("forest-s3-half-speed-p8-64m", "ps-k6-p27-core4to1-ordered-64m",
-                                               "ps-k6-p27-core4to1-ordered-bw5-64m")))
+                                               "ps-k6-p27-core4to1-ordered-bw5-64m", "forest-s3-half-speed-p9-64m",
+                                               "forest-s3-half-speed-p10-64m")),
+                 # 02:53-03:20, three more of the validation's files with CUBIC, each in the fit half by
+                 # its name: MG-WFBP's INFOCOM GoogLeNet at 8 workers, gTop-k's ResNet-20 at P = 32 on
+                 # k=6, MG-WFBP's Inception-v3 at 16 workers
+                 *(f"tcp-cc/{f}" for f in ("mgwfbp-fattree8-infocom-cubic", "gtopk-resnet20-p32-cubic",
+                                           "mgwfbp-fattree16-inception_v3-cubic")))
 
 
 def host_tcp(run: dict) -> str:
@@ -1453,9 +1461,10 @@ def projection_fan_in(data: dict, fan: FanIn = BBR_FAN_IN) -> list[str]:
     eo = fit.get("oversubscribed_efficiency", 1.0)
     if fan.oversubscribed:
         names = ", ".join(sorted({r["experiment"] for r in over.get("runs") or []})) or "none"
-        lines.append(f"- Oversubscribed switch links (switch to switch, slower than the hosts' links: forest scenario "
-                     f"3's aggregation-core links): **e_o = {eo:.3f}**, every algorithm's, in the same form e_o + "
-                     f"(1 - e_o)/n, fitted after e (least squares as e: each run at its executor's e, L x rounds "
+        lines.append(f"- Oversubscribed switch links (switch to switch, slower than the hosts' links: the "
+                     f"aggregation-core links of forest scenario 3 and of the k=6 Fat-Tree at 4:1): **e_o = {eo:.3f}**, "
+                     f"every algorithm's, in the same form e_o + (1 - e_o)/n, on those whose flows meet a second one "
+                     f"at least as loaded (`fanin.in_series`), fitted after e (least squares as e: each run at its executor's e, L x rounds "
                      f"and its incast start-up added) on the {len(over.get('runs') or [])} faithful fit-half runs of "
                      f"2 MiB or more on a topology with such links ({names}; "
                      f"{len(over.get('evaluations') or [])} evaluations)." if over.get("fitted") else

@@ -143,7 +143,8 @@ RESULTS_INDEX = {  # top folder -> its summaries (the experiments `syncbed run` 
                    "ovs-sndbuf/forest-s3-half-speed-64m-r2", "ovs-sndbuf/forest-s3-half-speed-2to1-64m",
                    "ovs-sndbuf/forest-s3-half-speed-8to1-64m", "ovs-sndbuf/forest-s3-half-speed-64m-r4",
                    "ovs-sndbuf/ps-k6-p24-core4to1-64m", "ovs-sndbuf/forest-s3-half-speed-p8-64m",
-                   "ovs-sndbuf/ps-k6-p27-core4to1-ordered-64m", "ovs-sndbuf/ps-k6-p27-core4to1-ordered-bw5-64m"),
+                   "ovs-sndbuf/ps-k6-p27-core4to1-ordered-64m", "ovs-sndbuf/ps-k6-p27-core4to1-ordered-bw5-64m",
+                   "ovs-sndbuf/forest-s3-half-speed-p9-64m", "ovs-sndbuf/forest-s3-half-speed-p10-64m"),
     "small-messages": ("small-messages/bcube32", "small-messages/bcube32-check", "small-messages/bcube32-check-r2",
                        *(f"small-messages/syncs50-{k}-r{i}" for k in ("16k", "64k") for i in (1, 2))),
 }
