@@ -163,7 +163,8 @@ def _incast_now(v, lat: float) -> dict:
     rows = [{**r, "fan_in_sim": r["simulated_seconds"], "extra_flows": r["sim"].get("extra_flows_per_sync"),
              "oversubscribed": bool(r["sim"].get("oversubscribed_links"))}
             for r in projection._validation(data, v.folders, v.cc) if r["faithful"] is True]
-    return {a: x["seconds"] for a, x in projection.incast_fit(rows, lat, v.incast).items()}
+    return {a: {"seconds": x["seconds"], "bytes": x["bytes"]}
+            for a, x in projection.incast_fit(rows, lat, v.incast).items()}
 
 
 def _fit_oversubscribed(halves, lat: float, e: float, by_algo: dict, v) -> dict:
@@ -177,7 +178,9 @@ def _fit_oversubscribed(halves, lat: float, e: float, by_algo: dict, v) -> dict:
     if not pts:
         return {"oversubscribed_efficiency": 1.0, "fitted": False, "runs": runs}
     inc = _incast_now(v, lat)
-    incast = {p.algo.name: inc.get(p.algo.name, 0.0) for _, p, _, _ in pts}
+    incast = {p.algo.name: inc[p.algo.name] for _, p, _, _ in pts if p.algo.name in inc}
+    per_flow = [fanin.incast_startup(incast.get(p.algo.name), core.hosts_link_mbps(p.topo, p.hosts)[0])
+                for _, p, _, _ in pts]
     evaluations = []
 
     def evaluate(eo: float) -> list:
@@ -186,15 +189,15 @@ def _fit_oversubscribed(halves, lat: float, e: float, by_algo: dict, v) -> dict:
             for _, p, _, _ in pts]
         evaluations.append({"oversubscribed": eo, "simulated_seconds": [r["simulated_seconds"] for r in recs],
                             "extra_flows_per_sync": [r.get("extra_flows_per_sync") for r in recs]})
-        ratios = [(r["simulated_seconds"] + lat * k + incast[p.algo.name] * (r.get("extra_flows_per_sync") or 0))
-                  / m["median_sync_seconds"] for r, (_, p, m, k) in zip(recs, pts)]
+        ratios = [(r["simulated_seconds"] + lat * k + c * (r.get("extra_flows_per_sync") or 0))
+                  / m["median_sync_seconds"] for r, c, (_, p, m, k) in zip(recs, per_flow, pts)]
         print(f"oversubscribed links: e_o = {eo:.4f}: cost {sum((x - 1) ** 2 for x in ratios):.4f} "
               f"({' '.join(f'{x:.3f}' for x in ratios)})", flush=True)
         return ratios
 
     eo, cost = fanin.fit(evaluate)
     return {"oversubscribed_efficiency": eo, "fitted": True, "cost": cost, "runs": runs,
-            "evaluations": evaluations, "incast_seconds": incast}
+            "evaluations": evaluations, "incast": incast}
 
 
 def fit(lat: float, v) -> None:

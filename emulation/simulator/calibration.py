@@ -36,6 +36,7 @@ class Charges:
     fan_in: float
     incast: float
     oversubscribed: float = 1.0
+    incast_bytes: float = 0.0  # added to incast at the hosts' link rate (core.incast_of)
 
 
 def bcube_n(topology: str) -> int | None:
@@ -48,15 +49,17 @@ def parameters(cal: dict, algorithm: str, topology: str, gradient_bytes: int) ->
     """What a projection of `algorithm` on `topology` (a name, "bcube(4,2)", or a spec,
     "bcube,n=4,k=2") with a gradient of `gradient_bytes` is charged under calibration `cal`
     (a loaded file): L, or the algorithm's own L where its conditions hold; the algorithm's
-    own e, else every algorithm's; its incast start-up where its conditions hold, else 0."""
+    own e, else every algorithm's; its incast start-up where its conditions hold (a time and
+    bytes at the hosts' link rate, which the projection adds: `core.incast_of`), else 0."""
     lat = cal["round_latency_seconds"]
     own = cal["round_latency_by_algorithm"].get(algorithm)
     if own and gradient_bytes >= own["min_gradient_bytes"] and (bcube_n(topology) or 0) >= own["min_bcube_n"]:
         lat = own["seconds"]
     inc = cal["incast_by_algorithm"].get(algorithm)
-    incast = inc["seconds"] if inc and gradient_bytes >= inc["min_gradient_bytes"] else 0.0
-    return Charges(lat, cal["fan_in_by_algorithm"].get(algorithm, cal["fan_in_efficiency"]), incast,
-                   cal.get("oversubscribed_efficiency", 1.0))
+    charged = bool(inc) and gradient_bytes >= inc["min_gradient_bytes"]
+    return Charges(lat, cal["fan_in_by_algorithm"].get(algorithm, cal["fan_in_efficiency"]),
+                   inc["seconds"] if charged else 0.0, cal.get("oversubscribed_efficiency", 1.0),
+                   inc.get("bytes", 0.0) if charged else 0.0)
 
 
 def path(name: str) -> Path:
@@ -81,7 +84,9 @@ def describe(cal: dict) -> str:
     own = "".join(f", {a.upper()}'s own L {x['seconds'] * 1e3:.1f} ms (at {x['min_gradient_bytes'] / 2**20:g} MiB or "
                   f"more, BCube n >= {x['min_bcube_n']})" for a, x in sorted(cal["round_latency_by_algorithm"].items()))
     es = "".join(f", {a} e = {v:.3f}" for a, v in sorted(cal["fan_in_by_algorithm"].items()))
-    inc = "".join(f", {a.upper()}'s incast start-up {x['seconds'] * 1e3:.1f} ms per converging flow beyond the first "
+    inc = "".join(f", {a.upper()}'s incast start-up {x['seconds'] * 1e3:.1f} ms"
+                  + (f" + {x['bytes'] / 1e3:.1f} kB at the hosts' link rate" if x.get("bytes") else "")
+                  + " per converging flow beyond the first "
                   f"(at {x['min_gradient_bytes'] / 2**20:g} MiB or more; fitted on runs of up to "
                   f"{x['max_workers_fitted']} workers)" for a, x in sorted(cal["incast_by_algorithm"].items()))
     eo = cal.get("oversubscribed_efficiency", 1.0)

@@ -679,6 +679,8 @@ class Request:
     link: dict | None = None  # {alpha, beta} of an all-reduce for the layer-wise planners; None: provisional
     round_latency: float = 0.0  # seconds per message round (simulated_form); 0: the bandwidth term alone
     incast: float = 0.0  # seconds per flow into a step's busiest NIC beyond the first (simulated_form); 0: none
+    # and bytes per such flow at the hosts' slowest NIC link rate, added to it (`incast_of`; a calibration's)
+    incast_bytes: float = 0.0
     fan_in: float = 1.0  # NetworkModel.fan_in: efficiency of n flows into one NIC (fanin.py); 1: off
     oversubscribed: float = 1.0  # NetworkModel.oversubscribed: the same on an oversubscribed link; 1: off
     reduce: str = "auto"  # REDUCE_MODES: one SimGrid communication per class of interchangeable flows
@@ -690,6 +692,20 @@ class Request:
     logs: str | None = None
     syncs: int | None = None
     warmup: int = 0
+
+
+def hosts_link_mbps(topo: Topology, hosts) -> list[float]:
+    """The rates (Mbit/s, sorted, each once) of the links of `hosts`' NICs: one where they are equal."""
+    return sorted({topo.link_of(n.name).bw for h in hosts for n in topo.host_nics(h)})
+
+
+def incast_of(req: Request, topo: Topology, hosts) -> float:
+    """Seconds per flow into a step's busiest NIC beyond the first (`simulated_form`'s incast):
+    req.incast plus req.incast_bytes at the slowest of the hosts' NIC link rates
+    (`fanin.incast_startup`), the rate the validation charges a measured run at."""
+    if not req.incast_bytes:
+        return req.incast
+    return fanin.incast_startup({"seconds": req.incast, "bytes": req.incast_bytes}, hosts_link_mbps(topo, hosts)[0])
 
 
 def logged_iterations(log_dir, syncs: int) -> list[dict]:
@@ -783,7 +799,7 @@ def checked(req: Request, topo: Topology, hosts: list, algo: base.Algorithm, pla
     logged = None
     if req.logs is not None and algo.data_dependent:
         logged = logged_iterations(req.logs, int(req.syncs or 0))
-    form = simulated_form(algo, plan, req.round_latency, costs, logged, req.warmup, req.incast)
+    form = simulated_form(algo, plan, req.round_latency, costs, logged, req.warmup, incast_of(req, topo, hosts))
     steps = form.steps
     pairs = pairs_of(steps, hosts)
     hops = route_hops(topo)
@@ -1010,7 +1026,7 @@ def _run_form(fast: Topology, hosts: list, form: SimForm, pairs, background, mod
 def _identity(p) -> dict:
     """The head of a projection's run record: what was simulated, where (the emulation's names)."""
     fast, ctx = p.topo, p.ctx
-    link_mbps = sorted({fast.link_of(n.name).bw for h in p.hosts for n in fast.host_nics(h)})
+    link_mbps = hosts_link_mbps(fast, p.hosts)
     return {"simulated": True, "status": "ok", "error": None,
             "topology": fast.name, "algorithm": p.algo.name, "algo_spec": p.spec,
             "workers": ctx.workers, "servers": ctx.servers, "hosts": p.hosts,
@@ -1112,7 +1128,8 @@ def project(req: Request | Prepared, topo: Topology | None = None, inspect: bool
         "compute_source": p.req.compute_source or None,
         "simulated_seconds": t, "round_latency_seconds": p.req.round_latency,
         "rounds_per_sync": None if form.overlapped else sum(algo.step_rounds(p.plan)),
-        "incast_seconds": p.req.incast, "extra_flows_per_sync": None if form.overlapped else form.extra_flows_per_sync,
+        "incast_seconds": incast_of(p.req, p.topo, p.hosts), "incast_bytes": p.req.incast_bytes,
+        "extra_flows_per_sync": None if form.overlapped else form.extra_flows_per_sync,
         "bound_seconds": bound, "bound_nonblocking_seconds": analysis.bound_seconds(fast, per_sync),
         "sync_over_bound": t / bound if bound else None,
         "payload_bytes_expected": per_sync, "payload_bytes_simulated": simulated_nics,
@@ -1195,7 +1212,8 @@ def _prepare_orbits(req: Request, topo: Topology, name: str, raw: dict, workers:
     before, after = _charged(len(blocks), 1, *algo.compute_charges(plan, dict(req.compute)))
     # no flow listed: steps stays empty, the timing lists have one entry per step of blocks
     extra = fanin.extra_flows(blocks)
-    sim_form = SimForm([], [0.0] * len(blocks), _startups(rounds, extra, req.round_latency, req.incast),
+    startups = _startups(rounds, extra, req.round_latency, incast_of(req, topo, hosts))
+    sim_form = SimForm([], [0.0] * len(blocks), startups,
                        before=before, after=after, extra_flows=extra,
                        bytes_source="model" if algo.data_dependent else "plan")  # data-dependent: its modelled blocks
     need = estimate_memory(topo, form.info["routes_walked"], 6, sum(form.info["classes_per_step"]))
@@ -1253,7 +1271,8 @@ def _project_orbits(p: Prepared, t0: float, inspect: bool, log=None) -> dict:
         "compute_source": p.req.compute_source or None,
         "simulated_seconds": t, "round_latency_seconds": p.req.round_latency,
         "rounds_per_sync": sum(algo.step_rounds(p.plan)),
-        "incast_seconds": p.req.incast, "extra_flows_per_sync": p.form.extra_flows_per_sync,
+        "incast_seconds": incast_of(p.req, p.topo, p.hosts), "incast_bytes": p.req.incast_bytes,
+        "extra_flows_per_sync": p.form.extra_flows_per_sync,
         "bound_seconds": bound, "bound_nonblocking_seconds": analysis.bound_seconds(fast, per_sync),
         "sync_over_bound": t / bound if bound else None,
         "payload_bytes_expected": per_sync, "payload_bytes_simulated": simulated_nics,

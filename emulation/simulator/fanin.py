@@ -29,7 +29,9 @@ The incast start-up (`converging`, `extra_flows`; `core.simulated_form`'s `incas
 project --incast`) is the other form of the same loss: a time per flow into a step's busiest
 NIC beyond the first, not a share of its bytes. With CUBIC in the hosts PS's runs lose about
 the same seconds at 2 and at 3.8 MiB, growing with the flows into a NIC, so the CUBIC
-validation gives PS that instead of e (docs/PROJECTION.md, "Fan-in").
+validation gives PS that instead of e (docs/PROJECTION.md, "Fan-in"). Since PS lost more per
+flow at 5 Mbit/s than at 10, the start-up is a time plus some bytes at the hosts' link rate
+(`incast_startup`).
 
 An oversubscribed tier (a switch-to-switch link slower than the hosts' links: forest scenario 3's
 aggregation-core links) loses in its own way: with CUBIC, PS there lost the same share of its
@@ -170,6 +172,21 @@ def converging(step) -> int:
         else:
             into[(f.dst, f.nic)] += 1
     return max(into.values(), default=0)
+
+
+def incast_startup(inc: dict | None, link_mbps: float) -> float:
+    """Seconds one flow into a step's busiest NIC beyond the first costs under a fitted incast
+    start-up `inc` ({"seconds": t, "bytes": b}; None or {} for none): t plus b bytes at the
+    hosts' link rate `link_mbps` (the slowest of their NIC links: `core.incast_of`), what
+    `core.simulated_form`'s `incast` takes: a time per flow and a part that follows the link
+    rate, PS at 5 Mbit/s having lost more per converging flow than at 10 (docs/PROJECTION.md,
+    "The PS scan"). A record without "bytes" is a time alone. Pure."""
+    if not inc:
+        return 0.0
+    b = inc.get("bytes", 0.0)
+    if b and not link_mbps > 0:
+        raise ValueError(f"an incast start-up of {b:.0f} bytes needs the hosts' link rate, got {link_mbps!r} Mbit/s")
+    return inc["seconds"] + (8 * b / (link_mbps * 1e6) if b else 0.0)
 
 
 def extra_flows(steps) -> list[int]:

@@ -8,14 +8,14 @@ import pytest
 
 from emulation.report import docs
 from emulation.report.doctables import projection as pt
-from emulation.simulator import calibration, sweep
+from emulation.simulator import calibration, fanin, sweep
 
 RESULTS = Path(__file__).resolve().parents[2] / "docs/results"
 MB = 2**20
 CAL = {"name": "x", "congestion_control": "x", "round_latency_seconds": 0.003, "fan_in_efficiency": 0.6,
        "fan_in_by_algorithm": {"ps": 1.0, "forest": 0.9},
        "round_latency_by_algorithm": {"bml": {"seconds": 0.006, "min_gradient_bytes": 2 * MB, "min_bcube_n": 3}},
-       "incast_by_algorithm": {"ps": {"seconds": 0.013, "min_gradient_bytes": 2 * MB}}}
+       "incast_by_algorithm": {"ps": {"seconds": 0.013, "bytes": 12_500, "min_gradient_bytes": 2 * MB}}}
 
 
 @pytest.mark.parametrize("algo,topo,size,want", [
@@ -31,6 +31,7 @@ CAL = {"name": "x", "congestion_control": "x", "round_latency_seconds": 0.003, "
 def test_parameters_charge_each_value_where_it_was_fitted(algo, topo, size, want):
     c = calibration.parameters(CAL, algo, topo, size)
     assert (c.round_latency, c.fan_in, c.incast) == want
+    assert c.incast_bytes == (12_500 if c.incast else 0.0)  # the start-up's bytes go where its time goes
 
 
 def test_an_unknown_calibration_is_refused_in_one_line():
@@ -47,7 +48,8 @@ def test_the_shipped_file_is_what_the_results_give_and_charges_each_run_as_the_v
     assert rows
     for r in rows:
         c = calibration.parameters(want, r["algorithm"], r["topology"], r["gradient_bytes"])
-        assert (c.round_latency, c.fan_in, c.incast) == (r["fan_in_l"], r["fan_in_e"], r["fan_in_incast"]), r["experiment"]
+        incast = fanin.incast_startup({"seconds": c.incast, "bytes": c.incast_bytes}, r["link_mbps"])
+        assert (c.round_latency, c.fan_in, incast) == (r["fan_in_l"], r["fan_in_e"], r["fan_in_incast"]), r["experiment"]
         # e_o changes a projection only on a topology with oversubscribed links, as in the validation
         assert (c.oversubscribed if r["oversubscribed"] else 1.0) == r["fan_in_eo"], r["experiment"]
 
@@ -84,7 +86,8 @@ def test_a_calibration_with_the_values_it_sets_is_refused(typed):
                     reason="SimGrid is not importable")
 def test_syncbed_project_with_a_calibration_charges_it_and_says_so(tmp_path):
     """End to end in SimGrid: PS on BCube(3,2) at 4 MiB pays L per round and its incast start-up
-    per extra converging flow over the bandwidth term; the report names the calibration."""
+    (its time and its bytes at the 20 Mbit/s of the hosts' links) per extra converging flow over
+    the bandwidth term; the report names the calibration."""
     from emulation import cli
 
     cal = calibration.load("cubic")
@@ -94,7 +97,9 @@ def test_syncbed_project_with_a_calibration_charges_it_and_says_so(tmp_path):
                      "--calibration", "cubic", "--out", str(tmp_path / "cal")]) == 0
     plain, got = (json.loads((tmp_path / d / "summary.json").read_text()) for d in ("plain", "cal"))
     r0, r = plain["runs"][0], got["runs"][0]
-    inc = cal["incast_by_algorithm"]["ps"]["seconds"]
+    x = cal["incast_by_algorithm"]["ps"]
+    inc = x["seconds"] + 8 * x.get("bytes", 0.0) / 20e6
+    assert r["incast_seconds"] == pytest.approx(inc, rel=1e-9) and r["incast_bytes"] == x.get("bytes", 0.0)
     assert r["extra_flows_per_sync"] == 2 * 7  # 8 flows into each NIC 0, push and pull
     assert r["median_sync_seconds"] == pytest.approx(r0["median_sync_seconds"] + cal["round_latency_seconds"]
                                                      * r["rounds_per_sync"] + inc * 14, rel=1e-6)

@@ -318,10 +318,10 @@ def test_an_incast_start_up_recovers_a_known_one_from_its_fit_half_large_runs_on
 
     MB = 2**20
 
-    def row(meas, sim, fit, extra, algo="ps", size=4 * MB, rounds=2, superseded=None, workers=16):
+    def row(meas, sim, fit, extra, algo="ps", size=4 * MB, rounds=2, superseded=None, workers=16, mbps=10.0):
         return {"algorithm": algo, "measured_seconds": meas, "fan_in_sim": sim, "rounds": rounds, "fit": fit,
                 "gradient_bytes": size, "superseded": superseded, "experiment": f"x{meas}", "extra_flows": extra,
-                "workers": workers}
+                "workers": workers, "link_mbps": mbps}
 
     lat, c = 0.003, 0.015
     rows = [row(1.0 + 2 * lat + c * 28, 1.0, True, 28), row(2.0 + 2 * lat + c * 14, 2.0, True, 14, workers=9),
@@ -329,12 +329,59 @@ def test_an_incast_start_up_recovers_a_known_one_from_its_fit_half_large_runs_on
             row(5.0, 1.0, True, 14, size=MB // 4),  # under 2 MiB: its flows do not stall, not fitted on
             row(7.0, 1.0, True, 28, superseded="sends first"), row(3.0, 1.0, True, 0, algo="ring", rounds=30)]
     inc = pt.incast_fit(rows, lat, ("ps",))
-    assert inc["ps"]["seconds"] == pytest.approx(c) and inc["ps"]["runs"] == 2
+    # one link rate: a time alone
+    assert inc["ps"]["seconds"] == pytest.approx(c) and inc["ps"]["bytes"] == 0 and inc["ps"]["runs"] == 2
     assert inc["ps"]["max_workers"] == 16  # the largest P it was fitted on (the held-out 32 is not)
     assert [pt.charged_incast(r, inc) for r in rows] == [True, True, True, False, True, False]
     assert pt.incast_fit(rows, lat, ()) == {}  # the BBR validation: no algorithm takes one
     with pytest.raises(ValueError, match="no faithful fit-half ps run"):
         pt.incast_fit([r for r in rows if not r["fit"]], lat, ("ps",))
+
+
+def test_the_incast_fit_tells_a_time_from_bytes_at_the_link_rate_when_rates_differ():
+    """`fit_incast` (non-negative least squares on the relative error) recovers a start-up of
+    t + 8 b / r from runs at 5, 10 and 20 Mbit/s, and matches a brute-force grid on noisy ones."""
+    import itertools
+
+    import numpy as np
+
+    from emulation.report.doctables import projection as pt
+    from emulation.simulator import fanin
+
+    t, b = 0.008, 15_000.0
+    pts = [(base + x * fanin.incast_startup({"seconds": t, "bytes": b}, r), base, x, r)
+           for base, x, r in ((3.0, 60, 10.0), (6.5, 100, 5.0), (1.5, 14, 20.0), (4.0, 40, 10.0))]
+    assert pt.fit_incast(pts) == pytest.approx((t, b), rel=1e-6)
+    assert fanin.incast_startup({"seconds": t, "bytes": b}, 5.0) == pytest.approx(t + 0.024)
+    assert fanin.incast_startup({"seconds": t}, 5.0) == t and fanin.incast_startup(None, 5.0) == 0.0
+    noisy = [(m * f, s, x, r) for (m, s, x, r), f in zip(pts, (1.04, 0.97, 1.02, 0.99))]
+
+    def cost(tt, bb):
+        return sum(((s + x * (tt + 8 * bb / (r * 1e6))) / m - 1) ** 2 for m, s, x, r in noisy)
+    grid = min(itertools.product(np.linspace(0, 0.03, 301), np.linspace(0, 40_000, 401)), key=lambda p: cost(*p))
+    got = pt.fit_incast(noisy)
+    assert cost(*got) <= cost(*grid) + 1e-12
+    assert got[0] == pytest.approx(grid[0], abs=2e-4) and got[1] == pytest.approx(grid[1], abs=200)
+    assert pt.fit_incast([(m, s, x, 10.0) for m, s, x, _ in pts])[1] == 0  # one rate: a time alone
+    with pytest.raises(ValueError, match="needs a run with converging flows"):
+        pt.fit_incast([(1.0, 1.0, 0, 10.0)])
+
+
+def test_a_projection_charges_the_incast_start_ups_bytes_at_the_hosts_link_rate():
+    """core.incast_of: the bytes of an incast start-up at the hosts' NIC rate, so PS at 5 Mbit/s
+    pays 8 ms + 12.5 kB per converging flow = 28 ms and at 20 Mbit/s 13 ms; what it adds to the
+    simulated sync is that times its extra flows, and nothing changes the flows themselves."""
+    from emulation.simulator import core
+
+    recs = {bw: core.project(core.Request("fattree,k=4", "ps", workers=8, mb=2, bw=bw, incast=0.008,
+                                          incast_bytes=12_500)) for bw in (5.0, 20.0)}
+    plain = {bw: core.project(core.Request("fattree,k=4", "ps", workers=8, mb=2, bw=bw)) for bw in (5.0, 20.0)}
+    for bw, want in ((5.0, 0.028), (20.0, 0.013)):
+        r = recs[bw]
+        assert r["incast_seconds"] == pytest.approx(want) and r["incast_bytes"] == 12_500
+        assert r["extra_flows_per_sync"] > 0
+        assert r["simulated_seconds"] == pytest.approx(plain[bw]["simulated_seconds"] + want * r["extra_flows_per_sync"],
+                                                       rel=1e-6)
 
 
 def test_the_cubic_fan_in_table_gives_ps_e_1_and_its_incast_start_up_on_its_large_runs_only():
@@ -346,11 +393,12 @@ def test_the_cubic_fan_in_table_gives_ps_e_1_and_its_incast_start_up_on_its_larg
     data = docs.load_sources(Path(__file__).resolve().parents[2] / "docs/results", pt.CUBIC_FAN_IN_SOURCES)
     fit, lat, rows = pt._fan_in_rows(data, pt.CUBIC_FAN_IN)
     assert fit["fit_algorithms"] == ["bml"] and fit["fan_in_by_algorithm"]["ps"] == 1.0
-    c = fit["incast_by_algorithm"]["ps"]["seconds"]
-    assert c > 0
+    inc = fit["incast_by_algorithm"]["ps"]
+    assert inc["seconds"] > 0 or inc["bytes"] > 0
     ps = [r for r in rows if r["algorithm"] == "ps"]
     assert ps and all(r["fan_in_e"] == 1.0 for r in ps)
     for r in rows:
+        c = inc["seconds"] + 8 * inc["bytes"] / (r["link_mbps"] * 1e6)
         extra = c * r["extra_flows"] if pt.charged_incast(r, fit["incast_by_algorithm"]) else 0.0
         assert r["fan_in_seconds"] == pytest.approx(r["fan_in_sim"] + r["fan_in_l"] * (r["rounds"] or 0) + extra)
 

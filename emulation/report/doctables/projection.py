@@ -10,6 +10,7 @@ from emulation.report.doctables.forest import FOREST
 from emulation.results.columns import NA, fmt, table
 from emulation.results.load import MB, num
 from emulation.simulator.calibration import bcube_n
+from emulation.simulator.fanin import incast_startup
 
 
 # experiments/dfs_resnet18_digits.yaml run again on 2026-11-28: four times with 40 iterations, then
@@ -102,6 +103,7 @@ PROJECTED = ("default", "bml-bcube32-vs-ps-fattree", "bml-bcube42-vs-ps-fattree"
 # at 8 (held out). 2026-12-02 11:38-12:03 and 12:47-12:57, each after a fresh-clone CI: PS
 # against P on Fat-Tree k=6 (experiments/ps_incast_fattree6.yaml, halves in the comments below),
 # MG-WFBP's DenseNet-201 at 8 workers (fit) and forest scenario 5 at half speed (held out).
+BW5_SCAN = (24, 32, 40, 20, 28, 48, 16)  # the k=6 PS scan at 5 Mbit/s, in the order it ran (2026-12-03)
 CUBIC_FOLDERS = ("tcp-cc/hd-cubic", "tcp-cc/default-cubic", "tcp-cc/bml-bcube32-vs-ps-fattree-cubic",
                  "tcp-cc/bml-bcube32-vs-ps-fattree-cubic-r2", "tcp-cc/bml-bcube42-vs-ps-fattree-cubic",
                  "tcp-cc/bml-bcube42-vs-ps-fattree-cubic-r2",
@@ -166,7 +168,11 @@ CUBIC_FOLDERS = ("tcp-cc/hd-cubic", "tcp-cc/default-cubic", "tcp-cc/bml-bcube32-
                  # its name: MG-WFBP's INFOCOM GoogLeNet at 8 workers, gTop-k's ResNet-20 at P = 32 on
                  # k=6, MG-WFBP's Inception-v3 at 16 workers
                  *(f"tcp-cc/{f}" for f in ("mgwfbp-fattree8-infocom-cubic", "gtopk-resnet20-p32-cubic",
-                                           "mgwfbp-fattree16-inception_v3-cubic")))
+                                           "mgwfbp-fattree16-inception_v3-cubic")),
+                 # 2026-12-03 06:11-06:35, PS and ring: the k=6 scan at 5 Mbit/s (does the loss per
+                 # converging flow follow the link rate?), P = 20, 24, 28 and 32 in the fit half by
+                 # their names, 16, 40 and 48 held out
+                 *(f"ovs-sndbuf/ps-p{p}-bw5-64m" for p in BW5_SCAN))
 
 
 def host_tcp(run: dict) -> str:
@@ -212,6 +218,31 @@ def fit_round_latency(points) -> float:
         raise ValueError(f"fitting a round latency needs a run with message rounds, got {len(pts)} run(s)")
     ys = [1.0 - s / m for m, s, _ in pts]
     return sum(x * y for x, y in zip(xs, ys)) / sum(x * x for x in xs)
+
+
+def fit_incast(points) -> tuple[float, float]:
+    """(t, b) minimizing sum ((base + x (t + 8 b / r)) / measured - 1)^2 with t, b >= 0 over
+    `points`, each (measured s, base s: simulated plus L x rounds, x: flows into a step's busiest
+    NIC beyond the first summed over a sync, r: the hosts' link rate in Mbit/s): an incast
+    start-up of t seconds plus b bytes at the link rate per converging flow (`fanin.incast_startup`),
+    on the relative error as L is (`fit_round_latency`). Linear in (t, b): scipy's non-negative
+    least squares, on columns scaled to one. Where every run has one rate, t and b are not told
+    apart and the fit keeps the time (b = 0 unless it fits better). Pure; ValueError without a
+    run with converging flows."""
+    import numpy as np
+    from scipy.optimize import nnls
+
+    pts = [(float(m), float(s), float(x), float(r)) for m, s, x, r in points if float(m) > 0]
+    if not any(x for _, _, x, _ in pts):
+        raise ValueError(f"fitting an incast start-up needs a run with converging flows, got {len(pts)} run(s)")
+    a = np.array([[x / m, 8 * x / (r * 1e6) / m] for m, _, x, r in pts])
+    y = np.array([1.0 - s / m for m, s, _, _ in pts])
+    scale = np.where(a.max(axis=0) > 0, a.max(axis=0), 1.0)
+    if len({r for _, _, x, r in pts if x}) < 2:  # one rate: a time alone (the bytes would be the same fit)
+        scale[1], a[:, 1] = 1.0, 0.0
+    sol, _ = nnls(a / scale, y)
+    t, b = (float(v) for v in sol / scale)
+    return t, b
 
 
 def _sources(folders) -> tuple:
@@ -273,6 +304,10 @@ def _validation(data: dict, folders: tuple = PROJECTED, cc: str = "bbr") -> list
             started = data[f"{folder}/summary.json"].get("started")
             out.append({**v, "experiment": name, "folder": folder, "fit": in_fit_half(name), "run": m, "sim": sim,
                         "rounds": sim.get("rounds_per_sync"), "algorithm": m.get("algorithm"),
+                        # the slowest of the hosts' NIC links, where the incast start-up's bytes are
+                        # charged (core.incast_of)
+                        "link_mbps": min(sim["link_mbps"]) if isinstance(sim.get("link_mbps"), list)
+                        else num(sim.get("link_mbps")),
                         "gradient_bytes": num(m.get("gradient_bytes")) or 0,
                         "superseded": superseded(m.get("algorithm"), started)})
     return out
@@ -961,6 +996,12 @@ def round_latency_of(r: dict, lat: float, own: dict) -> float:
     return own[r["algorithm"]]["seconds"] if r["algorithm"] in own and charged_own(r) else lat
 
 
+def incast_label(inc: dict) -> str:
+    """An incast start-up as the docs print it: "12.3 ms + 4.5 kB at the link rate" (or the time alone)."""
+    b = inc.get("bytes", 0.0)
+    return f"{inc['seconds'] * 1e3:.1f} ms" + (f" + {b / 1e3:.1f} kB at the hosts' link rate" if b else "")
+
+
 def charged_incast(r: dict, incast) -> bool:
     """Whether a row pays its executor's incast start-up: an algorithm of `incast` (those that have
     one: `incast_fit`'s keys or `FanIn.incast`), at 2 MiB or more, as L is fitted (below, LeNet-5's
@@ -969,22 +1010,27 @@ def charged_incast(r: dict, incast) -> bool:
     return r["algorithm"] in incast and r["gradient_bytes"] >= LATENCY_MIN_BYTES
 
 
-def incast_fit(rows, lat: float, algos: tuple) -> dict:
-    """{algorithm of `algos`: its incast start-up c}, seconds per flow into a step's busiest NIC
-    beyond the first (`fanin.extra_flows`, summed over a sync: `extra_flows`), fitted as L is
-    (`fit_round_latency`, the same relative least squares, closed form) on its faithful fit-half
-    runs of today's executor that take it (`charged_incast`) on a topology without oversubscribed
-    links (those fit e_o, with this c), simulated at its e (1) plus L x rounds: simulated + L x
-    rounds + c x extra flows against measured."""
+def incast_fit(rows, lat: float, algos: tuple, time_only: bool = False) -> dict:
+    """{algorithm of `algos`: its incast start-up {"seconds": t, "bytes": b}}, per flow into a
+    step's busiest NIC beyond the first (`fanin.extra_flows`, summed over a sync: `extra_flows`)
+    t seconds plus b bytes at the hosts' link rate (`fanin.incast_startup`), fitted as L is
+    (`fit_incast`, the same relative least squares) on its faithful fit-half runs of today's
+    executor that take it (`charged_incast`) on a topology without oversubscribed links (those
+    fit e_o, with this start-up), simulated at its e (1) plus L x rounds: simulated + L x rounds
+    + the start-up x extra flows against measured. With `time_only`, b = 0 (the form until
+    2026-12-03, for the comparison of the two: `incast_forms`)."""
     out = {}
     for algo in algos:
         mine = [r for r in rows if r["algorithm"] == algo and r["fit"] and not r["superseded"]
                 and r.get("extra_flows") and charged_incast(r, algos) and not r.get("oversubscribed")]
-        pts = [(r["measured_seconds"], r["fan_in_sim"] + lat * (r["rounds"] or 0), r["extra_flows"]) for r in mine]
+        pts = [(r["measured_seconds"], r["fan_in_sim"] + lat * (r["rounds"] or 0), r["extra_flows"], r["link_mbps"])
+               for r in mine]
         if not pts:
             raise ValueError(f"no faithful fit-half {algo} run of 2 MiB or more with converging flows to fit its "
                              "incast start-up on")
-        out[algo] = {"seconds": fit_round_latency(pts), "runs": len(pts), "max_workers": max(r["workers"] for r in mine),
+        t, b = (fit_round_latency([p[:3] for p in pts]), 0.0) if time_only else fit_incast(pts)
+        out[algo] = {"seconds": t, "bytes": b, "runs": len(pts), "max_workers": max(r["workers"] for r in mine),
+                     "rates_mbps": sorted({r["link_mbps"] for r in mine}),
                      "experiments": sorted({r["experiment"] for r in mine})}
     return out
 
@@ -1037,15 +1083,20 @@ def _fan_in_rows(data: dict, fan: FanIn = BBR_FAN_IN) -> tuple[dict, float, list
     own = own_latency(out, lat)
     inc = incast_fit(out, lat, fan.incast)
     over = fit.get("oversubscribed") or {}
-    for algo, c in (over.get("incast_seconds") or {}).items():
-        now = inc[algo]["seconds"] if algo in inc else 0.0
-        if abs(c - now) > 1e-6:
-            raise ValueError(f"{fan.fit_rel} fitted e_o with {algo.upper()}'s incast start-up at {c * 1e3:.3f} ms, "
-                             f"the fit now gives {now * 1e3:.3f} ms: rerun `{fan.command}` and the fan-in projections")
+    if over.get("fitted") and "incast" not in over:
+        raise ValueError(f"{fan.fit_rel} fitted e_o with an incast start-up in seconds alone; the start-up now has a "
+                         f"time and a share in bytes: rerun `{fan.command}` and the fan-in projections")
+    for algo, c in (over.get("incast") or {}).items():
+        now = inc.get(algo) or {"seconds": 0.0, "bytes": 0.0}
+        if abs(c["seconds"] - now["seconds"]) > 1e-6 or abs(c.get("bytes", 0.0) - now["bytes"]) > 1e-3:
+            raise ValueError(f"{fan.fit_rel} fitted e_o with {algo.upper()}'s incast start-up at "
+                             f"{incast_label(c)}, the fit now gives {incast_label(now)}: rerun `{fan.command}` "
+                             "and the fan-in projections")
     for r in out + unfaithful:
         # layer-wise plans (no rounds) pay their own measured start-ups, as in projection-validation
         r["fan_in_l"] = round_latency_of(r, lat, own)
-        r["fan_in_incast"] = inc[r["algorithm"]]["seconds"] if charged_incast(r, inc) else 0.0
+        r["fan_in_incast"] = (incast_startup(inc[r["algorithm"]], r["link_mbps"]) if charged_incast(r, inc)
+                              else 0.0)
         r["fan_in_seconds"] = (r["fan_in_sim"] + r["fan_in_l"] * (r["rounds"] or 0)
                                + r["fan_in_incast"] * (r["extra_flows"] or 0))
         r["fan_in_ratio"] = common.ratio(r["fan_in_seconds"], r["measured_seconds"])
@@ -1067,7 +1118,8 @@ def calibration_record(data: dict, fan: FanIn) -> dict:
             "oversubscribed_efficiency": fit.get("oversubscribed_efficiency", 1.0),
             "round_latency_by_algorithm": {a: {"seconds": x["seconds"], "min_gradient_bytes": LATENCY_MIN_BYTES,
                                                "min_bcube_n": OWN_LATENCY_MIN_BCUBE_N, "runs": x["runs"]} for a, x in sorted(own.items())},
-            "incast_by_algorithm": {a: {"seconds": x["seconds"], "min_gradient_bytes": LATENCY_MIN_BYTES,
+            "incast_by_algorithm": {a: {"seconds": x["seconds"], "bytes": x["bytes"],
+                                        "min_gradient_bytes": LATENCY_MIN_BYTES,
                                         "runs": x["runs"], "max_workers_fitted": x["max_workers"]}
                                     for a, x in sorted(inc.items())},
             "folders": len(fan.folders), "faithful_runs": len(rows),
@@ -1094,7 +1146,7 @@ PS_SCAN = (("tcp-cc/ps-scan-p4-cubic", "01-fattree-4-ps-synthetic"),
            *((f"ovs-sndbuf/{f}", "01-fattree-6-ps-synthetic") for f in (
                "ps-k6-p16-64m", "ps-p20-64m", "ps-p24-64m", "ps-p24-64m-r2", "ps-p28-64m", "ps-p32-64m",
                "ps-p32-64m-r2", "ps-p32-64m-r4", "ps-p40-64m", "ps-p48-bw10-64m", "ps-p54-bw10-64m",
-               "ps-p54-bw5-64m")))
+               "ps-p54-bw5-64m", *(f"ps-p{p}-bw5-64m" for p in sorted(BW5_SCAN)))))
 PS_SCAN_SOURCES = CUBIC_FAN_IN_SOURCES + tuple(f"{f}/{d}/capture.json" for f, d in PS_SCAN)
 
 
@@ -1113,7 +1165,9 @@ def projection_ps_incast_scan(data: dict) -> list[str]:
     hosts' TCP retransmission timeouts per sync (capture.json's counters over the run, warm-up
     included, so divided by every sync it ran)."""
     fit, lat, rows = _fan_in_rows(data, CUBIC_FAN_IN)
-    c = fit["incast_by_algorithm"]["ps"]["seconds"]
+    inc = fit["incast_by_algorithm"]["ps"]
+    # the start-up as a time alone (the form until 2026-12-03), fitted on the same runs
+    alone = incast_fit(rows, lat, ("ps",), time_only=True)["ps"]["seconds"]
     by = {r["folder"]: r for r in rows if r["algorithm"] == "ps"}
     cells = []
     for folder, run_dir in PS_SCAN:
@@ -1124,7 +1178,7 @@ def projection_ps_incast_scan(data: dict) -> list[str]:
             cells.append([f"`{folder.split('/')[-1]}`", f"{half}, faithful: {verdict(m)}", str(m["workers"]),
                           f"{num(m['gradient_bytes']) / MB:g} MiB, {fmt(num(m.get('link_mbps')), 'g')} Mbit/s",
                           str(m["workers"] - 1), fmt(num(m.get("median_sync_seconds")), ".2f"),
-                          *[NA] * 7, pct(num(m.get("retransmitted_fraction")))])
+                          *[NA] * 8, pct(num(m.get("retransmitted_fraction")))])
             continue
         tcp = host_tcp_counters(data[f"{folder}/{run_dir}/capture.json"])
         syncs = (num(r["run"].get("iters")) or 0) + (num(r["run"].get("warmup")) or 0)
@@ -1134,17 +1188,18 @@ def projection_ps_incast_scan(data: dict) -> list[str]:
         cells.append([f"`{folder.split('/')[-1]}`", "fit" if r["fit"] else "held out", str(r["workers"]),
                       f"{r['gradient_bytes'] / MB:g} MiB, {fmt(num(r['run'].get('link_mbps')), 'g')} Mbit/s",
                       str(r["workers"] - 1), fmt(r["measured_seconds"], ".2f"), fmt(model, ".2f"), fmt(lost, ".2f"),
-                      fmt(c * extra, ".2f"), f"{lost / extra * 1e3:.1f}" if extra else NA,
-                      fmt(r["fan_in_ratio"], ".2f"),
+                      fmt(r["fan_in_incast"] * extra, ".2f"), f"{lost / extra * 1e3:.1f}" if extra else NA,
+                      fmt(r["fan_in_ratio"], ".2f"), fmt(common.ratio(model + alone * extra, r["measured_seconds"]), ".2f"),
                       fmt(num(tcp.get("TCPTimeouts")) / syncs, ".0f") if syncs and tcp.get("TCPTimeouts") is not None
                       else NA, dsacked(tcp), pct(num(r["run"].get("retransmitted_fraction")))])
     return table(["file", "half", "P", "gradient, links", "flows into a NIC per phase", "measured s",
                   "flow model + L x rounds s", "lost s per sync", "incast start-up charged s",
-                  "lost per extra flow ms", "sim/meas with it", "TCP timeouts per sync (all hosts)",
-                  "retransmissions D-SACKed (spurious)", "retransmitted"], cells) + [
-        "", f"The incast start-up: {c * 1e3:.1f} ms per flow into a NIC beyond the first, "
-            f"{fit['incast_by_algorithm']['ps']['runs']} fit-half PS runs of up to "
-            f"{fit['incast_by_algorithm']['ps']['max_workers']} workers."]
+                  "lost per extra flow ms", "sim/meas with it", "sim/meas, start-up a time alone",
+                  "TCP timeouts per sync (all hosts)", "retransmissions D-SACKed (spurious)", "retransmitted"], cells) + [
+        "", f"The incast start-up: {incast_label(inc)} per flow into a NIC beyond the first, fitted on "
+            f"{inc['runs']} fit-half PS runs of up to {inc['max_workers']} workers at "
+            f"{', '.join(f'{x:g}' for x in inc['rates_mbps'])} Mbit/s; as a time alone (the form until 2026-12-03, "
+            f"the column before the counters), {alone * 1e3:.1f} ms on the same runs."]
 
 
 FAN_IN_EGRESS = "projection-fan-in-egress/summary.json"
@@ -1183,7 +1238,7 @@ def projection_tcp_cc(data: dict) -> list[str]:
         stages = "".join(f"; {a.upper()}'s own L = {x['seconds'] * 1e3:.1f} ms per round ({x['runs']} fit-half "
                          f"run{'' if x['runs'] == 1 else 's'})"
                          for a, x in fit["round_latency_by_algorithm"].items())
-        stages += "".join(f"; {a.upper()} e = 1 and an incast start-up of {x['seconds'] * 1e3:.1f} ms per converging "
+        stages += "".join(f"; {a.upper()} e = 1 and an incast start-up of {incast_label(x)} per converging "
                           f"flow ({x['runs']} fit-half run{'' if x['runs'] == 1 else 's'})"
                           for a, x in fit["incast_by_algorithm"].items())
         over = fit.get("oversubscribed") or {}
@@ -1452,9 +1507,9 @@ def projection_fan_in(data: dict, fan: FanIn = BBR_FAN_IN) -> list[str]:
                      f"above).")
     inc = fit["incast_by_algorithm"]
     for algo, x in inc.items():
-        lines.append(f"- {algo.upper()}'s converging flows: e = 1 and an incast start-up of **{x['seconds'] * 1e3:.1f} "
-                     f"ms per flow** into a step's busiest NIC beyond the first, fitted as L is (simulated + L x "
-                     f"rounds + c x those flows), on its own {x['runs']} faithful fit-half "
+        lines.append(f"- {algo.upper()}'s converging flows: e = 1 and an incast start-up of **{incast_label(x)} "
+                     f"per flow** into a step's busiest NIC beyond the first, fitted as L is (simulated + L x "
+                     f"rounds + the start-up x those flows, `fit_incast`), on its own {x['runs']} faithful fit-half "
                      f"run{'' if x['runs'] == 1 else 's'} of 2 MiB or more ({', '.join(x['experiments'])}), and "
                      f"charged at 2 MiB or more (below, L alone).")
     over = fit.get("oversubscribed") or {}
@@ -1473,7 +1528,10 @@ def projection_fan_in(data: dict, fan: FanIn = BBR_FAN_IN) -> list[str]:
 
     args = fanin.arguments(e, fit.get("fan_in_by_algorithm") or {})
     lats = [f"{lat:.4f}", *(f"{a}={x['seconds']:.4f}" for a, x in sorted(own.items()))]
-    incs = "".join(f" `--incast {a}={x['seconds']:.4f}`" for a, x in sorted(inc.items()))
+    # --incast takes a time; a start-up with bytes at the link rate is the calibration's alone
+    incs = "".join(f" `--incast {a}={x['seconds']:.4f}`" if not x.get("bytes") else
+                   f" {a.upper()}'s incast start-up ({incast_label(x)}, what `--calibration {fan.cc}` charges)"
+                   for a, x in sorted(inc.items()))
     oversub = f" `--oversubscribed {eo:.4f}`" if eo != 1.0 else ""
     lines += ["", f"Every run below is projected again with {' '.join(f'`--fan-in {a}`' for a in args)}{oversub} "
                   f"(`docs/results/{fan.runs}/`) and L x rounds added, what "

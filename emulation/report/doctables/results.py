@@ -8,7 +8,7 @@ from emulation.report.doctables.cells import cores, outside_tolerance, pct, runs
 from emulation.report.doctables.forest import FOREST, FOREST_VARIANTS
 from emulation.report.doctables.gtopk import GTOPK_MODELS
 from emulation.report.doctables.mgwfbp import MGWFBP_ALL, MGWFBP_MODELS, MGWFBP_WFBP_DILATED
-from emulation.report.doctables.projection import CUBIC_FOLDERS, dsacked, host_tcp
+from emulation.report.doctables.projection import BW5_SCAN, CUBIC_FOLDERS, dsacked, host_tcp
 from emulation.results.columns import NA, fmt, table
 from emulation.results.load import MB, num
 
@@ -52,7 +52,7 @@ PS_PAST_16 = (("tcp-cc/ps-scan-k6-p16-cubic", 16), ("tcp-cc/ps-scan-p24-cubic", 
               *((f"ovs-sndbuf/{f}", 64) for f in ("ps-k6-p16-64m", "ps-p20-64m", "ps-p24-64m", "ps-p24-64m-r2",
                                                   "ps-p28-64m", "ps-p32-64m", "ps-p32-64m-r2", "ps-p32-64m-r4",
                                                   "ps-p40-64m", "ps-p48-bw10-64m", "ps-p54-bw10-64m",
-                                                  "ps-p54-bw5-64m")))
+                                                  "ps-p54-bw5-64m", *(f"ps-p{p}-bw5-64m" for p in sorted(BW5_SCAN)))))
 PS_PAST_16_RUN = "01-fattree-6-ps-synthetic"  # the PS run of experiments/ps_incast_fattree6.yaml
 # every tcp-cc/ folder: those of the pairs, the BML files' second CUBIC runs (docs/papers/bml.md)
 # and the rest of the CUBIC validation (docs/PROJECTION.md)
