@@ -172,7 +172,10 @@ CUBIC_FOLDERS = ("tcp-cc/hd-cubic", "tcp-cc/default-cubic", "tcp-cc/bml-bcube32-
                  # 2026-12-03 06:11-06:35, PS and ring: the k=6 scan at 5 Mbit/s (does the loss per
                  # converging flow follow the link rate?), P = 20, 24, 28 and 32 in the fit half by
                  # their names, 16, 40 and 48 held out
-                 *(f"ovs-sndbuf/ps-p{p}-bw5-64m" for p in BW5_SCAN))
+                 *(f"ovs-sndbuf/ps-p{p}-bw5-64m" for p in BW5_SCAN),
+                 # 06:50-07:21, two more of the validation's files: gTop-k's ResNet-50 at P = 32 on k=6
+                 # at 4 Mbit/s (held out by its name) and MG-WFBP's DenseNet-201 at 16 workers (fit)
+                 "tcp-cc/gtopk-resnet50-p32-cubic", "tcp-cc/mgwfbp-fattree16-densenet201-cubic")
 
 
 def host_tcp(run: dict) -> str:
