@@ -693,8 +693,9 @@ def add_project(sub) -> None:
                     help="seconds per flow into a step's busiest NIC beyond the first, charged with the "
                          "step's start-up (TCP stalls of converging flows as a time per flow); default 0. "
                          "S: every algorithm's; ALGO=S (repeatable): that algorithm's own "
-                         "(docs/PROJECTION.md fits one for PS with CUBIC in the hosts, fitted on up to 15 "
-                         "flows into a NIC)")
+                         "(docs/PROJECTION.md fits one for PS with CUBIC in the hosts, a time plus bytes at "
+                         "the hosts' link rate, which --calibration cubic charges whole; this option gives "
+                         "the time alone)")
     ap.add_argument("--fan-in", action="append", metavar="[ALGO=]E",
                     help="fan-in efficiency: a link into a NIC crossed by n flows delivers E + (1 - E)/n of its "
                          "capacity (SimGrid's NONLINEAR sharing, emulation/simulator/fanin.py); default 1: plain "
