@@ -79,14 +79,19 @@ def load(name: str) -> dict:
                          f"make it with `python scripts/fan_in.py calibration --cc {name}`") from e
 
 
+def incast_label(inc: dict) -> str:
+    """An incast start-up ({"seconds": t, "bytes": b}) as reports and docs print it:
+    "11.4 ms + 5.8 kB at the hosts' link rate", or the time alone where it has no bytes."""
+    b = inc.get("bytes", 0.0)
+    return f"{inc['seconds'] * 1e3:.1f} ms" + (f" + {b / 1e3:.1f} kB at the hosts' link rate" if b else "")
+
+
 def describe(cal: dict) -> str:
     """One line for a report: the calibration's name, its parameters and where they were fitted."""
     own = "".join(f", {a.upper()}'s own L {x['seconds'] * 1e3:.1f} ms (at {x['min_gradient_bytes'] / 2**20:g} MiB or "
                   f"more, BCube n >= {x['min_bcube_n']})" for a, x in sorted(cal["round_latency_by_algorithm"].items()))
     es = "".join(f", {a} e = {v:.3f}" for a, v in sorted(cal["fan_in_by_algorithm"].items()))
-    inc = "".join(f", {a.upper()}'s incast start-up {x['seconds'] * 1e3:.1f} ms"
-                  + (f" + {x['bytes'] / 1e3:.1f} kB at the hosts' link rate" if x.get("bytes") else "")
-                  + " per converging flow beyond the first "
+    inc = "".join(f", {a.upper()}'s incast start-up {incast_label(x)} per converging flow beyond the first "
                   f"(at {x['min_gradient_bytes'] / 2**20:g} MiB or more; fitted on runs of up to "
                   f"{x['max_workers_fitted']} workers)" for a, x in sorted(cal["incast_by_algorithm"].items()))
     eo = cal.get("oversubscribed_efficiency", 1.0)

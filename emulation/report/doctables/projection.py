@@ -9,7 +9,7 @@ from emulation.report.doctables.cells import find, pct, runs_of, span, spread, v
 from emulation.report.doctables.forest import FOREST
 from emulation.results.columns import NA, fmt, table
 from emulation.results.load import MB, num
-from emulation.simulator.calibration import bcube_n
+from emulation.simulator.calibration import bcube_n, incast_label
 from emulation.simulator.fanin import incast_startup
 
 
@@ -230,8 +230,8 @@ def fit_incast(points) -> tuple[float, float]:
     start-up of t seconds plus b bytes at the link rate per converging flow (`fanin.incast_startup`),
     on the relative error as L is (`fit_round_latency`). Linear in (t, b): scipy's non-negative
     least squares, on columns scaled to one. Where every run has one rate, t and b are not told
-    apart and the fit keeps the time (b = 0 unless it fits better). Pure; ValueError without a
-    run with converging flows."""
+    apart and the fit keeps the time alone (b = 0). Pure; ValueError without a run with
+    converging flows."""
     import numpy as np
     from scipy.optimize import nnls
 
@@ -999,12 +999,6 @@ def round_latency_of(r: dict, lat: float, own: dict) -> float:
     return own[r["algorithm"]]["seconds"] if r["algorithm"] in own and charged_own(r) else lat
 
 
-def incast_label(inc: dict) -> str:
-    """An incast start-up as the docs print it: "12.3 ms + 4.5 kB at the link rate" (or the time alone)."""
-    b = inc.get("bytes", 0.0)
-    return f"{inc['seconds'] * 1e3:.1f} ms" + (f" + {b / 1e3:.1f} kB at the hosts' link rate" if b else "")
-
-
 def charged_incast(r: dict, incast) -> bool:
     """Whether a row pays its executor's incast start-up: an algorithm of `incast` (those that have
     one: `incast_fit`'s keys or `FanIn.incast`), at 2 MiB or more, as L is fitted (below, LeNet-5's
@@ -1021,7 +1015,7 @@ def incast_fit(rows, lat: float, algos: tuple, time_only: bool = False) -> dict:
     executor that take it (`charged_incast`) on a topology without oversubscribed links (those
     fit e_o, with this start-up), simulated at its e (1) plus L x rounds: simulated + L x rounds
     + the start-up x extra flows against measured. With `time_only`, b = 0 (the form until
-    2026-12-03, for the comparison of the two: `incast_forms`)."""
+    2026-12-03, for the comparison of the two in the PS scan table: `projection_ps_incast_scan`)."""
     out = {}
     for algo in algos:
         mine = [r for r in rows if r["algorithm"] == algo and r["fit"] and not r["superseded"]
