@@ -176,7 +176,7 @@ CUBIC_FOLDERS = ("tcp-cc/hd-cubic", "tcp-cc/default-cubic", "tcp-cc/bml-bcube32-
                  # 06:50-07:21, two more of the validation's files: gTop-k's ResNet-50 at P = 32 on k=6
                  # at 4 Mbit/s (held out by its name) and MG-WFBP's DenseNet-201 at 16 workers (fit)
                  "tcp-cc/gtopk-resnet50-p32-cubic", "tcp-cc/mgwfbp-fattree16-densenet201-cubic",
-                 # 2026-12-03 09:04-, the rest of the validation's short files, each in the fit half by its
+                 # 2026-12-03 09:04-10:03, more of the validation's files, each in the fit half by its
                  # name: gTop-k's VGG-16 and AlexNet at P = 32 on k=6 at 5 Mbit/s, MG-WFBP's ResNet-152 at
                  # 16 workers, forest scenario 5's chunk and tree-count variants
                  *(f"tcp-cc/{f}" for f in ("gtopk-vgg16-p32-cubic", "gtopk-alexnet-p32-cubic",
