@@ -367,6 +367,41 @@ def test_the_incast_fit_tells_a_time_from_bytes_at_the_link_rate_when_rates_diff
         pt.fit_incast([(1.0, 1.0, 0, 10.0)])
 
 
+def test_the_incast_fit_past_the_slack_matches_brute_force_and_charges_nothing_hidden():
+    """`fit_incast_past_slack`: the start-up charged only past the seconds the busiest link needs
+    beyond the NICs' (h). Exact data are recovered; on noisy ones the fit is no worse than a
+    brute-force grid; a run whose slack exceeds every candidate's charge constrains nothing, and
+    with h = 0 everywhere it is `fit_incast`."""
+    import itertools
+
+    import numpy as np
+
+    from emulation.report.doctables import projection as pt
+    from emulation.simulator import fanin
+
+    t, b = 0.006, 20_000.0
+
+    def meas(base, x, r, h):
+        return base + max(0.0, x * fanin.incast_startup({"seconds": t, "bytes": b}, r) - h)
+    runs = ((3.0, 60, 10.0, 0.0), (6.5, 100, 5.0, 0.5), (1.5, 14, 20.0, 0.0), (4.0, 40, 10.0, 0.3),
+            (9.0, 44, 5.0, 0.0), (5.0, 36, 10.0, 30.0))  # the last: slack far above any charge
+    pts = [(meas(*v), v[0], v[1], v[2], v[3]) for v in runs]
+    assert pt.fit_incast_past_slack(pts) == pytest.approx((t, b), rel=1e-4)
+    noisy = [(m * f, s, x, r, h) for (m, s, x, r, h), f in zip(pts, (1.04, 0.97, 1.02, 0.99, 1.03, 0.98))]
+
+    def cost(tt, bb):
+        return sum(((s + max(0.0, x * (tt + 8 * bb / (r * 1e6)) - h)) / m - 1) ** 2 for m, s, x, r, h in noisy)
+    grid = min(itertools.product(np.linspace(0, 0.03, 151), np.linspace(0, 50_000, 201)), key=lambda p: cost(*p))
+    got = pt.fit_incast_past_slack(noisy)
+    assert cost(*got) <= cost(*grid) + 1e-12
+    flat = [(m, s, x, r, 0.0) for m, s, x, r, _ in noisy]  # no slack anywhere: the plain fit
+    assert pt.fit_incast_past_slack(flat) == pytest.approx(pt.fit_incast([p[:4] for p in flat]), rel=1e-3, abs=1e-6)
+    assert pt.incast_slack({"sim": {"bound_seconds": 5.0, "bound_nonblocking_seconds": 3.0}}) == pytest.approx(2.0)
+    assert pt.incast_slack({"sim": {"bound_seconds": 3.0, "bound_nonblocking_seconds": 3.0}}) == 0.0
+    with pytest.raises(ValueError, match="needs a run with converging flows"):
+        pt.fit_incast_past_slack([(1.0, 1.0, 0, 10.0, 0.0)])
+
+
 def test_a_projection_charges_the_incast_start_ups_bytes_at_the_hosts_link_rate():
     """core.incast_of: the bytes of an incast start-up at the hosts' NIC rate, so PS at 5 Mbit/s
     pays 8 ms + 12.5 kB per converging flow = 28 ms and at 20 Mbit/s 13 ms; what it adds to the

@@ -253,6 +253,36 @@ def fit_incast(points) -> tuple[float, float]:
     return t, b
 
 
+def fit_incast_past_slack(points) -> tuple[float, float]:
+    """(t, b) minimizing sum ((base + max(0, x (t + 8 b / r) - h)) / measured - 1)^2 with t, b >= 0
+    over `points`, each (measured, base, x, r) as `fit_incast`'s and h: the seconds a sync's
+    busiest link needs beyond its NICs' (its bound less its non-blocking bound), so that the
+    start-up is charged only past that slack (a NIC's stalls hidden behind a busier uplink cost
+    nothing until they outlast it; docs/PROJECTION.md, "The PS scan"). Piecewise linear in
+    (t, b): scipy's bounded least squares from `fit_incast`'s answer and from a grid of starts,
+    the best kept. Pure; ValueError without a run with converging flows."""
+    import numpy as np
+    from scipy.optimize import least_squares
+
+    pts = np.array([[float(m), float(s), float(x), float(r), max(0.0, float(h))]
+                    for m, s, x, r, h in points if float(m) > 0])
+    if not len(pts) or not pts[:, 2].any():
+        raise ValueError(f"fitting an incast start-up needs a run with converging flows, got {len(pts)} run(s)")
+    m, s, x, r, h = pts.T
+    one_rate = len(set(r[x > 0])) < 2
+    bscale = 1e4  # b in units of 10 kB, so that both unknowns are of order 0.01-1
+
+    def resid(v):
+        t, b = v[0], 0.0 if one_rate else v[1] * bscale
+        return (s + np.maximum(0.0, x * (t + 8 * b / (r * 1e6)) - h)) / m - 1.0
+
+    t0, b0 = fit_incast([(a, c, d, e) for a, c, d, e, _ in pts])
+    starts = [(t0, b0 / bscale)] + [(tt, bb) for tt in (0.0, 0.01, 0.03, 0.1) for bb in (0.0, 1.0, 4.0)]
+    best = min((least_squares(resid, np.array(v, float), bounds=([0, 0], [np.inf, np.inf]), method="trf")
+                for v in starts), key=lambda res: float(np.sum(res.fun ** 2)))
+    return float(best.x[0]), 0.0 if one_rate else float(best.x[1] * bscale)
+
+
 def _sources(folders) -> tuple:
     return tuple(rel for f in folders
                  for rel in (f"{f}/summary.json", f"projection-vs-measured/{projected_name(f)}/summary.json"))
@@ -1012,7 +1042,25 @@ def charged_incast(r: dict, incast) -> bool:
     return r["algorithm"] in incast and r["gradient_bytes"] >= LATENCY_MIN_BYTES
 
 
-def incast_fit(rows, lat: float, algos: tuple, time_only: bool = False) -> dict:
+def incast_slack(r: dict) -> float:
+    """Seconds a row's sync needs on its busiest link beyond its NICs' (its projection's bound less
+    its non-blocking bound, at least 0): what `fit_incast_past_slack` lets a NIC's stalls hide in.
+    Summed over the sync, as its extra flows are, so a step's slack serves the whole sync's
+    start-ups (PS's two phases load the same links alike)."""
+    sim = r.get("sim") or {}
+    b, nb = num(sim.get("bound_seconds")), num(sim.get("bound_nonblocking_seconds"))
+    return max(0.0, b - nb) if b is not None and nb is not None else 0.0
+
+
+def one_switch_input(r: dict) -> bool:
+    """Whether a row's NICs hang off switches of two ports (BCube with n = 2), so that everything
+    a NIC receives comes through one switch input at the NIC's own rate and no queue forms at
+    its port: its flows converge earlier, at the servers that relay them."""
+    return bcube_n(r["topology"]) == 2
+
+
+def incast_fit(rows, lat: float, algos: tuple, time_only: bool = False, past_slack: bool = False,
+               one_input_free: bool = False) -> dict:
     """{algorithm of `algos`: its incast start-up {"seconds": t, "bytes": b}}, per flow into a
     step's busiest NIC beyond the first (`fanin.extra_flows`, summed over a sync: `extra_flows`)
     t seconds plus b bytes at the hosts' link rate (`fanin.incast_startup`), fitted as L is
@@ -1020,17 +1068,27 @@ def incast_fit(rows, lat: float, algos: tuple, time_only: bool = False) -> dict:
     executor that take it (`charged_incast`) on a topology without oversubscribed links (those
     fit e_o, with this start-up), simulated at its e (1) plus L x rounds: simulated + L x rounds
     + the start-up x extra flows against measured. With `time_only`, b = 0 (the form until
-    2026-12-03, for the comparison of the two in the PS scan table: `projection_ps_incast_scan`)."""
+    2026-12-03, for the comparison of the two in the PS scan table: `projection_ps_incast_scan`).
+    With `past_slack`, the start-up charged only past the row's `incast_slack`
+    (`fit_incast_past_slack`; the form tried on 2026-12-03 and not charged: that table); with
+    `one_input_free` too, rows whose NICs have one switch input (`one_switch_input`) are charged
+    nothing and so not fitted on."""
     out = {}
     for algo in algos:
         mine = [r for r in rows if r["algorithm"] == algo and r["fit"] and not r["superseded"]
-                and r.get("extra_flows") and charged_incast(r, algos) and not r.get("oversubscribed")]
+                and r.get("extra_flows") and charged_incast(r, algos) and not r.get("oversubscribed")
+                and not (one_input_free and one_switch_input(r))]
         pts = [(r["measured_seconds"], r["fan_in_sim"] + lat * (r["rounds"] or 0), r["extra_flows"], r["link_mbps"])
                for r in mine]
         if not pts:
             raise ValueError(f"no faithful fit-half {algo} run of 2 MiB or more with converging flows to fit its "
                              "incast start-up on")
-        t, b = (fit_round_latency([p[:3] for p in pts]), 0.0) if time_only else fit_incast(pts)
+        if time_only:
+            t, b = fit_round_latency([p[:3] for p in pts]), 0.0
+        elif past_slack:
+            t, b = fit_incast_past_slack([(*p, incast_slack(r)) for p, r in zip(pts, mine)])
+        else:
+            t, b = fit_incast(pts)
         out[algo] = {"seconds": t, "bytes": b, "runs": len(pts), "max_workers": max(r["workers"] for r in mine),
                      "rates_mbps": sorted({r["link_mbps"] for r in mine}),
                      "experiments": sorted({r["experiment"] for r in mine})}
@@ -1170,6 +1228,8 @@ def projection_ps_incast_scan(data: dict) -> list[str]:
     inc = fit["incast_by_algorithm"]["ps"]
     # the start-up as a time alone (the form until 2026-12-03), fitted on the same runs
     alone = incast_fit(rows, lat, ("ps",), time_only=True)["ps"]["seconds"]
+    slack = incast_fit(rows, lat, ("ps",), past_slack=True)["ps"]
+    slack1 = incast_fit(rows, lat, ("ps",), past_slack=True, one_input_free=True)["ps"]
     by = {r["folder"]: r for r in rows if r["algorithm"] == "ps"}
     cells = []
     for folder, run_dir in PS_SCAN:
@@ -1180,7 +1240,7 @@ def projection_ps_incast_scan(data: dict) -> list[str]:
             cells.append([f"`{folder.split('/')[-1]}`", f"{half}, faithful: {verdict(m)}", str(m["workers"]),
                           f"{num(m['gradient_bytes']) / MB:g} MiB, {fmt(num(m.get('link_mbps')), 'g')} Mbit/s",
                           str(m["workers"] - 1), fmt(num(m.get("median_sync_seconds")), ".2f"),
-                          *[NA] * 8, pct(num(m.get("retransmitted_fraction")))])
+                          *[NA] * 9, pct(num(m.get("retransmitted_fraction")))])
             continue
         tcp = host_tcp_counters(data[f"{folder}/{run_dir}/capture.json"])
         syncs = (num(r["run"].get("iters")) or 0) + (num(r["run"].get("warmup")) or 0)
@@ -1192,16 +1252,81 @@ def projection_ps_incast_scan(data: dict) -> list[str]:
                       str(r["workers"] - 1), fmt(r["measured_seconds"], ".2f"), fmt(model, ".2f"), fmt(lost, ".2f"),
                       fmt(r["fan_in_incast"] * extra, ".2f"), f"{lost / extra * 1e3:.1f}" if extra else NA,
                       fmt(r["fan_in_ratio"], ".2f"), fmt(common.ratio(model + alone * extra, r["measured_seconds"]), ".2f"),
+                      fmt(_past_slack_ratio(r, model, slack), ".2f"),
                       fmt(num(tcp.get("TCPTimeouts")) / syncs, ".0f") if syncs and tcp.get("TCPTimeouts") is not None
                       else NA, dsacked(tcp), pct(num(r["run"].get("retransmitted_fraction")))])
     return table(["file", "half", "P", "gradient, links", "flows into a NIC per phase", "measured s",
                   "flow model + L x rounds s", "lost s per sync", "incast start-up charged s",
                   "lost per extra flow ms", "sim/meas with it", "sim/meas, start-up a time alone",
-                  "TCP timeouts per sync (all hosts)", "retransmissions D-SACKed (spurious)", "retransmitted"], cells) + [
+                  "sim/meas, start-up past the slack", "TCP timeouts per sync (all hosts)",
+                  "retransmissions D-SACKed (spurious)", "retransmitted"], cells) + [
         "", f"The incast start-up: {incast_label(inc)} per flow into a NIC beyond the first, fitted on "
             f"{inc['runs']} fit-half PS runs of up to {inc['max_workers']} workers at "
             f"{', '.join(f'{x:g}' for x in inc['rates_mbps'])} Mbit/s; as a time alone (the form until 2026-12-03, "
-            f"the column before the counters), {alone * 1e3:.1f} ms on the same runs."]
+            f"the column \"a time alone\"), {alone * 1e3:.1f} ms on the same runs; charged only past the slack "
+            f"(the next column), {incast_label(slack)} on the same runs.", ""] + _past_slack_check(rows, lat, inc, slack,
+                                                                                                  slack1)
+
+
+def _past_slack_ratio(r: dict, model: float, inc: dict, one_input_free: bool = False) -> float:
+    """Simulated / measured of a row with `inc` charged only past its `incast_slack` (and, with
+    `one_input_free`, nothing where its NICs have one switch input: `one_switch_input`)."""
+    from emulation.simulator import fanin
+    if one_input_free and one_switch_input(r):
+        return common.ratio(model, r["measured_seconds"])
+    charge = max(0.0, (r["extra_flows"] or 0) * fanin.incast_startup(inc, r["link_mbps"]) - incast_slack(r))
+    return common.ratio(model + charge, r["measured_seconds"])
+
+
+def _past_slack_check(rows, lat: float, inc: dict, slack: dict, slack1: dict) -> list[str]:
+    """The start-up charged on every step (the validation's) against the start-up charged only
+    past the slack, and past the slack with none into NICs of one switch input, each fitted on
+    the same fit-half runs (those it charges), on every faithful PS run of today's executor that
+    takes it, per half: within 10%, and the misses."""
+    from emulation.simulator import fanin
+    runs = [r for r in rows if r["faithful"] is True and not r["superseded"] and r.get("extra_flows")
+            and charged_incast(r, ("ps",)) and not r.get("oversubscribed")]
+    forms = (("on every step", lambda r, m: common.ratio(m + r["extra_flows"] * fanin.incast_startup(
+                 inc, r["link_mbps"]), r["measured_seconds"])),
+             ("past the slack", lambda r, m: _past_slack_ratio(r, m, slack)),
+             ("past the slack, none through one switch input", lambda r, m: _past_slack_ratio(r, m, slack1, True)))
+    cells, misses = [], {}
+    for half in (True, False):
+        mine = [r for r in runs if r["fit"] == half]
+        row = ["fit" if half else "held out", str(len(mine))]
+        for form, ratio in forms:
+            ratios = []
+            for r in mine:
+                v = ratio(r, r["fan_in_sim"] + lat * (r["rounds"] or 0))
+                ratios.append(v)
+                if abs(v - 1) > TOLERANCE:
+                    misses.setdefault(form, []).append(f"{r['experiment']} {r['topology']} ({row[0]}, {v:.2f})")
+            row += [span(ratios) if ratios else NA, f"{_within(ratios)} of {len(ratios)}"]
+        cells.append(row)
+    head = ["half", "runs"]
+    for form, _ in forms:
+        head += [f"sim/meas, start-up {form}", f"within {TOLERANCE:.0%}"]
+    return [f"The three forms, each fitted on the same fit-half runs (past the slack with none through one switch "
+            f"input: {incast_label(slack1)}; no fit-half run has such NICs), on every faithful PS run of 2 MiB or "
+            f"more on a topology without oversubscribed links, per half:", ""] + table(head, cells) + [
+        "", f"Outside {TOLERANCE:.0%}: " + "; ".join(f"start-up {form}: {', '.join(x)}" for form, x in misses.items())
+        + ".", "", "What the same runs lost per flow into a NIC beyond the first where their NICs are their "
+        "busiest links (no slack), by topology and the hosts' link rate (both halves):", ""] + _lost_per_flow(runs, lat)
+
+
+def _lost_per_flow(runs, lat: float) -> list[str]:
+    """Per (topology, hosts' link rate), the runs whose NICs are their busiest links (`incast_slack`
+    under 1% of the sync) and what each lost per extra flow: measured - (simulated + L x rounds),
+    over its extra flows."""
+    by: dict = {}
+    for r in runs:
+        if incast_slack(r) < 0.01 * r["measured_seconds"]:
+            lost = r["measured_seconds"] - r["fan_in_sim"] - lat * (r["rounds"] or 0)
+            by.setdefault((r["topology"], r["link_mbps"]), []).append(lost / r["extra_flows"] * 1e3)
+    cells = [[topo, f"{mbps:g}", str(len(x)), f"{statistics.median(x):.1f}", span(x, ".1f")]
+             for (topo, mbps), x in sorted(by.items(), key=lambda kv: (kv[0][1], kv[0][0]))]
+    return table(["topology", "hosts' links Mbit/s", "runs", "median lost per extra flow ms", "lost per extra flow ms"],
+                 cells)
 
 
 FAN_IN_EGRESS = "projection-fan-in-egress/summary.json"
