@@ -180,7 +180,13 @@ CUBIC_FOLDERS = ("tcp-cc/hd-cubic", "tcp-cc/default-cubic", "tcp-cc/bml-bcube32-
                  # name: gTop-k's VGG-16 and AlexNet at P = 32 on k=6 at 5 Mbit/s, MG-WFBP's ResNet-152 at
                  # 16 workers, forest scenario 5's chunk and tree-count variants
                  *(f"tcp-cc/{f}" for f in ("gtopk-vgg16-p32-cubic", "gtopk-alexnet-p32-cubic",
-                                           "mgwfbp-fattree16-resnet152-cubic", "forest-s5-variants-cubic")))
+                                           "mgwfbp-fattree16-resnet152-cubic", "forest-s5-variants-cubic")),
+                 # 2026-12-03 16:04-17:16, the DFS paper's whole file (150 iterations), held out by its
+                 # name; then PS and ring, each held out by its name, the test of the incast start-up's
+                 # forms pre-registered in commit a64f74a1's message: k=6 at 2.5 Mbit/s, BCube(2,3) and
+                 # BCube(4,2) at 5 Mbit/s ("The PS scan")
+                 *(f"tcp-cc/{f}" for f in ("dfs-resnet18-digits-150-cubic", "ps-k6-p16-bw2.5-cubic",
+                                           "ps-bcube23-5mbit-cubic", "ps-bcube42-2mib-bw5-cubic")))
 
 
 def host_tcp(run: dict) -> str:
@@ -1206,7 +1212,9 @@ PS_SCAN = (("tcp-cc/ps-scan-p4-cubic", "01-fattree-4-ps-synthetic"),
            *((f"ovs-sndbuf/{f}", "01-fattree-6-ps-synthetic") for f in (
                "ps-k6-p16-64m", "ps-p20-64m", "ps-p24-64m", "ps-p24-64m-r2", "ps-p28-64m", "ps-p32-64m",
                "ps-p32-64m-r2", "ps-p32-64m-r4", "ps-p40-64m", "ps-p48-bw10-64m", "ps-p54-bw10-64m",
-               "ps-p54-bw5-64m", *(f"ps-p{p}-bw5-64m" for p in sorted(BW5_SCAN)))))
+               "ps-p54-bw5-64m", *(f"ps-p{p}-bw5-64m" for p in sorted(BW5_SCAN)))),
+           # at 2.5 Mbit/s (held out, 2026-12-03 afternoon, send buffer 64 MiB): the test of the rate term
+           ("tcp-cc/ps-k6-p16-bw2.5-cubic", "01-fattree-6-ps-synthetic"))
 PS_SCAN_SOURCES = CUBIC_FAN_IN_SOURCES + tuple(f"{f}/{d}/capture.json" for f, d in PS_SCAN)
 
 
