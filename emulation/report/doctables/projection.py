@@ -181,12 +181,15 @@ CUBIC_FOLDERS = ("tcp-cc/hd-cubic", "tcp-cc/default-cubic", "tcp-cc/bml-bcube32-
                  # 16 workers, forest scenario 5's chunk and tree-count variants
                  *(f"tcp-cc/{f}" for f in ("gtopk-vgg16-p32-cubic", "gtopk-alexnet-p32-cubic",
                                            "mgwfbp-fattree16-resnet152-cubic", "forest-s5-variants-cubic")),
-                 # 2026-12-03 16:04-17:16, the DFS paper's whole file (150 iterations), held out by its
+                 # 2026-12-03 16:04-17:25, the DFS paper's whole file (150 iterations), held out by its
                  # name; then PS and ring, each held out by its name, the test of the incast start-up's
                  # forms pre-registered in commit a64f74a1's message: k=6 at 2.5 Mbit/s, BCube(2,3) and
                  # BCube(4,2) at 5 Mbit/s ("The PS scan")
                  *(f"tcp-cc/{f}" for f in ("dfs-resnet18-digits-150-cubic", "ps-k6-p16-bw2.5-cubic",
-                                           "ps-bcube23-5mbit-cubic", "ps-bcube42-2mib-bw5-cubic")))
+                                           "ps-bcube23-5mbit-cubic", "ps-bcube42-2mib-bw5-cubic",
+                                           # 17:22, pre-registered in commit bbcc9aaf's message: BCube(2,4)
+                                           # at 2.5 Mbit/s, where the forms' charges differ most on n = 2
+                                           "ps-bcube24-2.5mbit-2mib-cubic")))
 
 
 def host_tcp(run: dict) -> str:
@@ -1276,6 +1279,12 @@ def projection_ps_incast_scan(data: dict) -> list[str]:
                                                                                                   slack1)
 
 
+# PS runs named into the held-out half and pre-registered, with each form's charge, in the
+# messages of commits a64f74a1 (the first three) and bbcc9aaf (the fourth) before they ran
+FORMS_TEST = ("tcp-cc/ps-k6-p16-bw2.5-cubic", "tcp-cc/ps-bcube23-5mbit-cubic", "tcp-cc/ps-bcube42-2mib-bw5-cubic",
+              "tcp-cc/ps-bcube24-2.5mbit-2mib-cubic")
+
+
 def _past_slack_ratio(r: dict, model: float, inc: dict, one_input_free: bool = False) -> float:
     """Simulated / measured of a row with `inc` charged only past its `incast_slack` (and, with
     `one_input_free`, nothing where its NICs have one switch input: `one_switch_input`)."""
@@ -1311,6 +1320,14 @@ def _past_slack_check(rows, lat: float, inc: dict, slack: dict, slack1: dict) ->
                     misses.setdefault(form, []).append(f"{r['experiment']} {r['topology']} ({row[0]}, {v:.2f})")
             row += [span(ratios) if ratios else NA, f"{_within(ratios)} of {len(ratios)}"]
         cells.append(row)
+    tests = []
+    for folder in FORMS_TEST:
+        for r in runs:
+            if r["folder"] == folder:
+                model = r["fan_in_sim"] + lat * (r["rounds"] or 0)
+                tests.append([f"`{folder.split('/')[-1]}`", r["topology"], f"{r['link_mbps']:g}",
+                              fmt(r["measured_seconds"], ".2f"), fmt(model, ".2f"),
+                              *(fmt(ratio(r, model), ".2f") for _, ratio in forms)])
     head = ["half", "runs"]
     for form, _ in forms:
         head += [f"sim/meas, start-up {form}", f"within {TOLERANCE:.0%}"]
@@ -1318,7 +1335,10 @@ def _past_slack_check(rows, lat: float, inc: dict, slack: dict, slack1: dict) ->
             f"input: {incast_label(slack1)}; no fit-half run has such NICs), on every faithful PS run of 2 MiB or "
             f"more on a topology without oversubscribed links, per half:", ""] + table(head, cells) + [
         "", f"Outside {TOLERANCE:.0%}: " + "; ".join(f"start-up {form}: {', '.join(x)}" for form, x in misses.items())
-        + ".", "", "What the same runs lost per flow into a NIC beyond the first where their NICs are their "
+        + ".", "", "The held-out runs pre-registered as the forms' test (commits a64f74a1 and bbcc9aaf), PS each:",
+        ""] + table(["file", "topology", "hosts' links Mbit/s", "measured s", "flow model + L x rounds s",
+                     *(f"sim/meas, start-up {form}" for form, _ in forms)], tests) + [
+        "", "What the same runs lost per flow into a NIC beyond the first where their NICs are their "
         "busiest links (no slack), by topology and the hosts' link rate (both halves):", ""] + _lost_per_flow(runs, lat)
 
 
