@@ -1051,6 +1051,11 @@ def charged_incast(r: dict, incast) -> bool:
     return r["algorithm"] in incast and r["gradient_bytes"] >= LATENCY_MIN_BYTES
 
 
+def _flow_model(r: dict, lat: float) -> float:
+    """A fan-in row's simulated seconds (at its e) plus L x its rounds: what an incast start-up adds to."""
+    return r["fan_in_sim"] + lat * (r["rounds"] or 0)
+
+
 def incast_slack(r: dict) -> float:
     """Seconds a row's sync needs on its busiest link beyond its NICs' (its projection's bound less
     its non-blocking bound, at least 0): what `fit_incast_past_slack` lets a NIC's stalls hide in.
@@ -1064,7 +1069,8 @@ def incast_slack(r: dict) -> float:
 def one_switch_input(r: dict) -> bool:
     """Whether a row's NICs hang off switches of two ports (BCube with n = 2), so that everything
     a NIC receives comes through one switch input at the NIC's own rate and no queue forms at
-    its port: its flows converge earlier, at the servers that relay them."""
+    its port: its flows converge earlier, at the servers that relay them (our reading: such NICs
+    lost less per converging flow, not nothing; docs/PROJECTION.md, "The PS scan")."""
     return bcube_n(r["topology"]) == 2
 
 
@@ -1087,8 +1093,7 @@ def incast_fit(rows, lat: float, algos: tuple, time_only: bool = False, past_sla
         mine = [r for r in rows if r["algorithm"] == algo and r["fit"] and not r["superseded"]
                 and r.get("extra_flows") and charged_incast(r, algos) and not r.get("oversubscribed")
                 and not (one_input_free and one_switch_input(r))]
-        pts = [(r["measured_seconds"], r["fan_in_sim"] + lat * (r["rounds"] or 0), r["extra_flows"], r["link_mbps"])
-               for r in mine]
+        pts = [(r["measured_seconds"], _flow_model(r, lat), r["extra_flows"], r["link_mbps"]) for r in mine]
         if not pts:
             raise ValueError(f"no faithful fit-half {algo} run of 2 MiB or more with converging flows to fit its "
                              "incast start-up on")
@@ -1255,7 +1260,7 @@ def projection_ps_incast_scan(data: dict) -> list[str]:
             continue
         tcp = host_tcp_counters(data[f"{folder}/{run_dir}/capture.json"])
         syncs = (num(r["run"].get("iters")) or 0) + (num(r["run"].get("warmup")) or 0)
-        model = r["fan_in_sim"] + lat * (r["rounds"] or 0)
+        model = _flow_model(r, lat)
         lost = r["measured_seconds"] - model
         extra = r["extra_flows"] or 0
         cells.append([f"`{folder.split('/')[-1]}`", "fit" if r["fit"] else "held out", str(r["workers"]),
@@ -1275,8 +1280,7 @@ def projection_ps_incast_scan(data: dict) -> list[str]:
             f"{inc['runs']} fit-half PS runs of up to {inc['max_workers']} workers at "
             f"{', '.join(f'{x:g}' for x in inc['rates_mbps'])} Mbit/s; as a time alone (the form until 2026-12-03, "
             f"the column \"a time alone\"), {alone * 1e3:.1f} ms on the same runs; charged only past the slack "
-            f"(the next column), {incast_label(slack)} on the same runs.", ""] + _past_slack_check(rows, lat, inc, slack,
-                                                                                                  slack1)
+            f"(the next column), {incast_label(slack)} on the same runs.", ""] + _past_slack_check(rows, lat, slack, slack1)
 
 
 # PS runs named into the held-out half and pre-registered, with each form's charge, in the
@@ -1295,16 +1299,14 @@ def _past_slack_ratio(r: dict, model: float, inc: dict, one_input_free: bool = F
     return common.ratio(model + charge, r["measured_seconds"])
 
 
-def _past_slack_check(rows, lat: float, inc: dict, slack: dict, slack1: dict) -> list[str]:
-    """The start-up charged on every step (the validation's) against the start-up charged only
-    past the slack, and past the slack with none into NICs of one switch input, each fitted on
-    the same fit-half runs (those it charges), on every faithful PS run of today's executor that
-    takes it, per half: within 10%, and the misses."""
-    from emulation.simulator import fanin
+def _past_slack_check(rows, lat: float, slack: dict, slack1: dict) -> list[str]:
+    """The start-up charged on every step (the validation's: each row's fan_in_ratio) against the
+    start-up charged only past the slack, and past the slack with none into NICs of one switch
+    input, each fitted on the same fit-half runs (those it charges), on every faithful PS run of
+    today's executor that takes it, per half: within 10%, and the misses."""
     runs = [r for r in rows if r["faithful"] is True and not r["superseded"] and r.get("extra_flows")
             and charged_incast(r, ("ps",)) and not r.get("oversubscribed")]
-    forms = (("on every step", lambda r, m: common.ratio(m + r["extra_flows"] * fanin.incast_startup(
-                 inc, r["link_mbps"]), r["measured_seconds"])),
+    forms = (("on every step", lambda r, m: r["fan_in_ratio"]),
              ("past the slack", lambda r, m: _past_slack_ratio(r, m, slack)),
              ("past the slack, none through one switch input", lambda r, m: _past_slack_ratio(r, m, slack1, True)))
     cells, misses = [], {}
@@ -1314,7 +1316,7 @@ def _past_slack_check(rows, lat: float, inc: dict, slack: dict, slack1: dict) ->
         for form, ratio in forms:
             ratios = []
             for r in mine:
-                v = ratio(r, r["fan_in_sim"] + lat * (r["rounds"] or 0))
+                v = ratio(r, _flow_model(r, lat))
                 ratios.append(v)
                 if abs(v - 1) > TOLERANCE:
                     misses.setdefault(form, []).append(f"{r['experiment']} {r['topology']} ({row[0]}, {v:.2f})")
@@ -1324,7 +1326,7 @@ def _past_slack_check(rows, lat: float, inc: dict, slack: dict, slack1: dict) ->
     for folder in FORMS_TEST:
         for r in runs:
             if r["folder"] == folder:
-                model = r["fan_in_sim"] + lat * (r["rounds"] or 0)
+                model = _flow_model(r, lat)
                 tests.append([f"`{folder.split('/')[-1]}`", r["topology"], f"{r['link_mbps']:g}",
                               fmt(r["measured_seconds"], ".2f"), fmt(model, ".2f"),
                               *(fmt(ratio(r, model), ".2f") for _, ratio in forms)])
@@ -1349,7 +1351,7 @@ def _lost_per_flow(runs, lat: float) -> list[str]:
     by: dict = {}
     for r in runs:
         if incast_slack(r) < 0.01 * r["measured_seconds"]:
-            lost = r["measured_seconds"] - r["fan_in_sim"] - lat * (r["rounds"] or 0)
+            lost = r["measured_seconds"] - _flow_model(r, lat)
             by.setdefault((r["topology"], r["link_mbps"]), []).append(lost / r["extra_flows"] * 1e3)
     cells = [[topo, f"{mbps:g}", str(len(x)), f"{statistics.median(x):.1f}", span(x, ".1f")]
              for (topo, mbps), x in sorted(by.items(), key=lambda kv: (kv[0][1], kv[0][0]))]
