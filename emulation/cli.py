@@ -320,7 +320,7 @@ def cmd_analyze(args) -> int:
         summary.update(status="failed", error=f"{failed[0]['topology']} {failed[0]['algorithm']}: "
                                                f"{failed[0].get('error')}")
     summ_path.write_text(json.dumps(summary, indent=1, default=str))
-    print(f"report: {write_report(folder)}")
+    print(f"report: {write_report(folder, redraw=not args.no_plots)}")
     return 0
 
 
@@ -602,6 +602,9 @@ def build_parser() -> argparse.ArgumentParser:
     a.set_defaults(fn=cmd_algos)
     z = sub.add_parser("analyze", help="re-analyse a results folder")
     z.add_argument("dir")
+    z.add_argument("--no-plots", action="store_true",
+                   help="keep the figures already drawn (plots/ and the report's Plots section); "
+                        "redo every verdict and table, several times faster")
     z.set_defaults(fn=cmd_analyze)
     k = sub.add_parser("keep", help="copy a results folder without its pcaps, still analysable (docs/results)")
     k.add_argument("dir")

@@ -221,19 +221,48 @@ def md_howto() -> list[str]:
             "- MB = 2^20 bytes; Mbit/s = 10^6 bit/s.", ""]
 
 
-def write_report(folder: Path) -> Path:
-    """Write `folder/report.md` and `folder/plots/*.png`; return the report path."""
+PLOT_PROBLEM = "- plot '"  # how md_problems starts a figure's problem line (make_plots)
+
+
+def drawn_before(report: Path) -> tuple[list[str], list[str]] | None:
+    """The Plots section of an earlier `report.md` and its lines on figures that could not be
+    drawn, or None when there is none to reuse (no report, no Plots section, or a figure it links
+    is gone from the folder)."""
+    if not report.exists():
+        return None
+    lines = report.read_text().split("\n")
+    if "## Plots" not in lines:
+        return None
+    start = lines.index("## Plots")
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+    section = lines[start:end]
+    linked = [ln[ln.index("](") + 2:-1] for ln in section if ln.startswith("![")]
+    if not all((report.parent / f).exists() for f in linked):
+        return None
+    return section, [ln[2:] for ln in lines[:start] if ln.startswith(PLOT_PROBLEM)]
+
+
+def write_report(folder: Path, redraw: bool = True) -> Path:
+    """Write `folder/report.md` and `folder/plots/*.png`; return the report path. With
+    `redraw=False` (syncbed analyze --no-plots) the figures already in the folder and the earlier
+    report's Plots section are kept as they are, and drawn only if there are none: the report's
+    tables and verdicts are new, its figures are those of the last drawing."""
     folder = Path(folder)
     summary = load_summary(folder)
     runs = [load_run(folder, i, r) for i, r in enumerate(summary["runs"], start=1)]
-    plots, plot_problems = make_plots(runs, folder / PLOTS_DIR)
+    kept = None if redraw else drawn_before(folder / "report.md")
+    if kept:
+        plot_lines, plot_problems = kept
+    else:
+        plots, plot_problems = make_plots(runs, folder / PLOTS_DIR)
+        plot_lines = md_plots(plots, folder)
     timelines = [(rd.label, f"{rd.run['dir']}/{TIMELINE_FILE}") for rd in runs
                  if rd.run.get("dir") and (folder / str(rd.run["dir"]) / TIMELINE_FILE).exists()]
     results, column_problems = md_results(runs)
     paper_sections, paper_problems = md_papers(summary)
     lines = (md_header(summary, runs) + md_configuration(summary, runs) + results + paper_sections
              + md_problems(runs, column_problems + paper_problems + plot_problems) + md_fidelity(runs)
-             + md_plots(plots, folder) + md_timelines(timelines) + md_howto())
+             + plot_lines + md_timelines(timelines) + md_howto())
     path = folder / "report.md"
     path.write_text("\n".join(lines))
     return path

@@ -308,3 +308,26 @@ def test_a_broken_column_set_is_left_out_with_a_problem():
     assert problems == ["results column set 'bad' left out: its cells do not match its 2 column(s)"]
     with pytest.raises(ValueError, match="needs a name and at least one column title"):
         report.ColumnSet("empty", columns.always, (), cells)
+
+
+@pytest.mark.unit
+def test_a_report_without_redrawing_keeps_the_figures_and_redoes_the_tables(tmp_path):
+    folder = make_folder(tmp_path)
+    drawn = report.write_report(folder).read_text()
+    pngs = sorted((folder / "plots").glob("*.png"))
+    stamps = {p: p.stat().st_mtime_ns for p in pngs}
+    summary = json.loads((folder / "summary.json").read_text())
+    summary["runs"][0]["sync_seconds"] = [9.0, 9.0, 9.0]  # a verdict changes; the figures are not redrawn
+    (folder / "summary.json").write_text(json.dumps(summary))
+    text = report.write_report(folder, redraw=False).read_text()
+    assert "| 9.000 |" in text and "| 9.000 |" not in drawn
+    plots = lambda t: t[t.index("## Plots"):t.index("## How to read")]  # noqa: E731
+    assert plots(text) == plots(drawn)
+    assert {p: p.stat().st_mtime_ns for p in pngs} == stamps
+    # a figure the report links is gone: every figure is drawn again
+    pngs[0].unlink()
+    assert report.write_report(folder, redraw=False).read_text().count("](plots/") == drawn.count("](plots/")
+    assert pngs[0].exists()
+    # no report yet: drawn as without the option
+    (folder / "report.md").unlink()
+    assert plots(report.write_report(folder, redraw=False).read_text()) == plots(drawn)

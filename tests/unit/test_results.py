@@ -62,12 +62,28 @@ def same(old, new) -> bool:
     return old == new
 
 
+# Drawing the figures took three quarters of re-analysing a folder (cProfile of `syncbed analyze`
+# on tcp-cc/mgwfbp-fattree4-cubic: 122 of 160 s in make_plots) and this test 44 of the suite's
+# 68 min on 2026-12-03. Every folder's verdicts, tables and report text are redone with
+# `--no-plots`, which keeps the figures already drawn; these folders, one per kind of figure
+# (BML's stage timeline, forest, gTop-k, MG-WFBP's overlap), have their figures drawn again too.
+REDRAWN = ("ps-fan-in-bw/one-switch-bml-p4", "tcp-cc/forest-s3-half-speed-cubic",
+           "gtopk-scaling-fattree-r2/same-hour-p8", "mgwfbp-fattree4/vgg16")
+
+
+def test_the_folders_redrawn_are_kept_whole():
+    assert set(REDRAWN) <= {str(f.relative_to(RESULTS)) for f in KEPT}
+
+
 @pytest.mark.parametrize("folder", KEPT, ids=lambda f: str(f.relative_to(RESULTS)))
 def test_a_kept_folder_analyses_again_to_the_verdicts_it_shows(folder, tmp_path):
     copy = tmp_path / folder.name
     shutil.copytree(folder, copy)
     before = json.loads((folder / "summary.json").read_text())
-    assert cli.main(["analyze", str(copy)]) == 0
+    redraw = str(folder.relative_to(RESULTS)) in REDRAWN
+    if redraw:
+        shutil.rmtree(copy / "plots")
+    assert cli.main(["analyze", str(copy)] + ([] if redraw else ["--no-plots"])) == 0
     after = json.loads((copy / "summary.json").read_text())
     assert [r["dir"] for r in after["runs"]] == [r["dir"] for r in before["runs"]]
     for old, new in zip(before["runs"], after["runs"]):
