@@ -15,7 +15,7 @@ from pathlib import Path
 from emulation import papers
 from emulation.results.columns import NA, fmt, results_table, table
 from emulation.results.load import RunData, load_run, load_summary, num, sync_seconds, worker_errors
-from emulation.report.plots import PLOTS_DIR, make_plots
+from emulation.report.plots import PLOT_PROBLEM, PLOTS_DIR, make_plots
 from emulation.timeline import FILE as TIMELINE_FILE
 
 
@@ -221,9 +221,6 @@ def md_howto() -> list[str]:
             "- MB = 2^20 bytes; Mbit/s = 10^6 bit/s.", ""]
 
 
-PLOT_PROBLEM = "- plot '"  # how md_problems starts a figure's problem line (make_plots)
-
-
 def drawn_before(report: Path) -> tuple[list[str], list[str]] | None:
     """The Plots section of an earlier `report.md` and its lines on figures that could not be
     drawn, or None when there is none to reuse (no report, no Plots section, or a figure it links
@@ -239,7 +236,7 @@ def drawn_before(report: Path) -> tuple[list[str], list[str]] | None:
     linked = [ln[ln.index("](") + 2:-1] for ln in section if ln.startswith("![")]
     if not all((report.parent / f).exists() for f in linked):
         return None
-    return section, [ln[2:] for ln in lines[:start] if ln.startswith(PLOT_PROBLEM)]
+    return section, [ln[2:] for ln in lines[:start] if ln.startswith(f"- {PLOT_PROBLEM}'")]  # md_problems' "- "
 
 
 def write_report(folder: Path, redraw: bool = True) -> Path:

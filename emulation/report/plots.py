@@ -363,6 +363,9 @@ def plot_timeline(rd: RunData, out: Path) -> Path | None:
     return save(fig, out / f"timeline_{rd.slug}.png")
 
 
+PLOT_PROBLEM = "plot "  # how a figure's problem line starts (markdown.drawn_before finds them by it)
+
+
 def make_plots(runs: list[RunData], out: Path) -> tuple[list[tuple[str, Path]], list[str]]:
     """All figures as (caption, path); a figure that cannot be drawn becomes a problem line
     instead of losing the whole report."""
@@ -380,7 +383,7 @@ def make_plots(runs: list[RunData], out: Path) -> tuple[list[tuple[str, Path]], 
         try:
             path = fn(arg, out)
         except Exception as e:  # noqa: BLE001 - a report with one figure missing beats none
-            problems.append(f"plot '{caption}' could not be drawn: {type(e).__name__}: {e}")
+            problems.append(f"{PLOT_PROBLEM}'{caption}' could not be drawn: {type(e).__name__}: {e}")
             continue
         if path is not None:
             made.append((caption, path))

@@ -63,8 +63,8 @@ def same(old, new) -> bool:
 
 
 # Drawing the figures took three quarters of re-analysing a folder (cProfile of `syncbed analyze`
-# on tcp-cc/mgwfbp-fattree4-cubic: 122 of 160 s in make_plots) and this test 44 of the suite's
-# 68 min on 2026-12-03. Every folder's verdicts, tables and report text are redone with
+# on tcp-cc/mgwfbp-fattree4-cubic: 122 of 160 s in make_plots), and this test alone 44 min on
+# 2026-12-03 (the whole CI that day: 68 min). Every folder's verdicts, tables and report text are redone with
 # `--no-plots`, which keeps the figures already drawn; these folders, one per kind of figure
 # (BML's stage timeline, forest, gTop-k, MG-WFBP's overlap), have their figures drawn again too.
 REDRAWN = ("ps-fan-in-bw/one-switch-bml-p4", "tcp-cc/forest-s3-half-speed-cubic",
