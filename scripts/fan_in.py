@@ -6,6 +6,7 @@ our own one-parameter model (emulation/simulator/fanin.py) on the fit half of th
     chrt --idle 0 nice -n 19 .venv/bin/python scripts/fan_in.py fit --cc cubic  # -> .../projection-fan-in-fit-cubic/
     chrt --idle 0 nice -n 19 .venv/bin/python scripts/fan_in.py egress    # -> docs/results/projection-fan-in-egress/
     chrt --idle 0 nice -n 19 .venv/bin/python scripts/fan_in.py shape     # -> docs/results/projection-fan-in-shape/
+    chrt --idle 0 nice -n 19 .venv/bin/python scripts/fan_in.py fit-oversubscribed --cc cubic  # e_o alone again
     .venv/bin/python scripts/fan_in.py calibration --cc cubic   # -> emulation/simulator/calibrations/cubic.json
 
 `options` simulates every faithful run of the folders with PS or BML runs (OPTION_FOLDERS) under
@@ -43,6 +44,7 @@ sys.path.insert(0, str(ROOT))
 from emulation.report.doctables.projection import (FAN_IN_FOLDERS as FOLDERS, LATENCY_MIN_BYTES,  # noqa: E402
                                                    in_fit_half, projected_name, superseded)
 from emulation.simulator import core, fanin, sweep  # noqa: E402
+from emulation.simulator.calibration import one_switch_input  # noqa: E402
 
 OPTION_FOLDERS = tuple(f for f in FOLDERS if not f.startswith(("mgwfbp", "gtopk")))  # those with PS or BML runs
 # e per executor: what n flows into one NIC lose depends on how an executor sends them (the PS
@@ -163,8 +165,9 @@ def _incast_now(v, lat: float) -> dict:
     rows = [{**r, "fan_in_sim": r["simulated_seconds"], "extra_flows": r["sim"].get("extra_flows_per_sync"),
              "oversubscribed": bool(r["sim"].get("oversubscribed_links"))}
             for r in projection._validation(data, v.folders, v.cc) if r["faithful"] is True]
-    return {a: {"seconds": x["seconds"], "bytes": x["bytes"]}
-            for a, x in projection.incast_fit(rows, lat, v.incast).items()}
+    # the validation's form (C): charged past the slack, none into NICs of two-port switches
+    return {a: {"seconds": x["seconds"], "bytes": x["bytes"], "past_slack": True, "one_switch_input_free": True}
+            for a, x in projection.incast_fit(rows, lat, v.incast, past_slack=True, one_input_free=True).items()}
 
 
 def _fit_oversubscribed(halves, lat: float, e: float, by_algo: dict, v) -> dict:
@@ -172,16 +175,22 @@ def _fit_oversubscribed(halves, lat: float, e: float, by_algo: dict, v) -> dict:
     any algorithm (its executor still running) on a topology with oversubscribed links, least
     squares as e: each simulated at its executor's e (else `e`) and the candidate e_o, plus L x
     rounds and its incast start-up x its extra converging flows where it is charged one
-    (`_incast_now`, 2 MiB or more; `syncbed docs` refuses a fit made with another)."""
+    (`_incast_now`, 2 MiB or more, past the sync's slack, none into NICs of two-port switches;
+    `syncbed docs` refuses a fit made with another)."""
     pts = [x for x in _points(halves, None) if core.oversubscribed_links_of(x[1].topo)]
     runs = [{**_key(f, p, m), "rounds": k} for f, p, m, k in pts]
     if not pts:
         return {"oversubscribed_efficiency": 1.0, "fitted": False, "runs": runs}
     inc = _incast_now(v, lat)
     incast = {p.algo.name: inc[p.algo.name] for _, p, _, _ in pts if p.algo.name in inc}
-    per_flow = [fanin.incast_startup(incast.get(p.algo.name), core.hosts_link_mbps(p.topo, p.hosts)[0])
+    per_flow = [0.0 if one_switch_input(p.topo.name) else
+                fanin.incast_startup(incast.get(p.algo.name), core.hosts_link_mbps(p.topo, p.hosts)[0])
                 for _, p, _, _ in pts]
     evaluations = []
+
+    def charged(r: dict, c: float) -> float:  # past the sync's slack, as the validation (core.past_slack)
+        return max(0.0, c * (r.get("extra_flows_per_sync") or 0)
+                   - max(0.0, r["bound_seconds"] - r["bound_nonblocking_seconds"]))
 
     def evaluate(eo: float) -> list:
         recs = [core.project(dataclasses.replace(p, req=dataclasses.replace(
@@ -189,8 +198,8 @@ def _fit_oversubscribed(halves, lat: float, e: float, by_algo: dict, v) -> dict:
             for _, p, _, _ in pts]
         evaluations.append({"oversubscribed": eo, "simulated_seconds": [r["simulated_seconds"] for r in recs],
                             "extra_flows_per_sync": [r.get("extra_flows_per_sync") for r in recs]})
-        ratios = [(r["simulated_seconds"] + lat * k + c * (r.get("extra_flows_per_sync") or 0))
-                  / m["median_sync_seconds"] for r, c, (_, p, m, k) in zip(recs, per_flow, pts)]
+        ratios = [(r["simulated_seconds"] + lat * k + charged(r, c)) / m["median_sync_seconds"]
+                  for r, c, (_, p, m, k) in zip(recs, per_flow, pts)]
         print(f"oversubscribed links: e_o = {eo:.4f}: cost {sum((x - 1) ** 2 for x in ratios):.4f} "
               f"({' '.join(f'{x:.3f}' for x in ratios)})", flush=True)
         return ratios
@@ -198,6 +207,22 @@ def _fit_oversubscribed(halves, lat: float, e: float, by_algo: dict, v) -> dict:
     eo, cost = fanin.fit(evaluate)
     return {"oversubscribed_efficiency": eo, "fitted": True, "cost": cost, "runs": runs,
             "evaluations": evaluations, "incast": incast}
+
+
+def refit_oversubscribed(lat: float, v) -> None:
+    """e_o alone again (`_fit_oversubscribed`), e and each executor's own e kept from
+    docs/results/<v.fit>/ (what changes e_o and not e: the incast start-up's form)."""
+    out = ROOT / "docs/results" / v.fit
+    rec = json.loads((out / "summary.json").read_text())
+    if abs(rec["round_latency_seconds"] - lat) > 1e-12:
+        sys.exit(f"{out} was fitted with L = {rec['round_latency_seconds']} s, not {lat} s: run `fit` instead")
+    halves = [f for f in v.folders if in_fit_half(projected_name(f))]
+    over = _fit_oversubscribed(halves, lat, rec["fan_in_efficiency"], rec["fan_in_by_algorithm"], v)
+    rec.update(oversubscribed_efficiency=over["oversubscribed_efficiency"], oversubscribed=over)
+    _write(out, rec)
+    print("project every folder with it:",
+          f"FAN_IN='{' '.join(fanin.arguments(rec['fan_in_efficiency'], rec['fan_in_by_algorithm']))}' "
+          f"OVERSUB={over['oversubscribed_efficiency']:.4f} CC={v.cc} bash scripts/project_measured.sh")
 
 
 def fit(lat: float, v) -> None:
@@ -314,13 +339,13 @@ if __name__ == "__main__":
     import argparse
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", choices=("options", "fit", "egress", "shape", "calibration"))
+    ap.add_argument("what", choices=("options", "fit", "fit-oversubscribed", "egress", "shape", "calibration"))
     ap.add_argument("--round-latency", type=float, help="L (s per round) added in the fit; default: projection-latency-fit's")
     ap.add_argument("--cc", choices=("bbr", "cubic"), default="bbr",
                     help="fit: the validation of the runs whose hosts ran this congestion control (cubic: "
                          "projection.CUBIC_FOLDERS -> docs/results/projection-fan-in-fit-cubic/); default bbr")
     a = ap.parse_args()
-    if a.cc != "bbr" and a.what not in ("fit", "calibration"):
+    if a.cc != "bbr" and a.what not in ("fit", "fit-oversubscribed", "calibration"):
         ap.error(f"--cc {a.cc} is for `fit` and `calibration` only; {a.what} runs on the BBR validation")
     if a.what == "options":
         options(ROOT / "docs/results/projection-fan-in-options")
@@ -336,5 +361,7 @@ if __name__ == "__main__":
             egress(ROOT / "docs/results/projection-fan-in-egress", lat)
         elif a.what == "shape":
             shape(ROOT / "docs/results/projection-fan-in-shape", lat)
+        elif a.what == "fit-oversubscribed":
+            refit_oversubscribed(lat, v)
         else:
             fit(lat, v)

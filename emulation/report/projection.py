@@ -146,6 +146,8 @@ def render(summary: dict, plots: list[Path]) -> str:
         if inc:  # --incast: only where given, so earlier reports render as they did
             latency += (", and " + ", ".join(f"{x * 1e6:g} us" for x in inc)
                         + " per flow into a step's busiest NIC beyond the first"
+                        + (", charged only past the sync's slack (its busiest link's seconds beyond its NICs')"
+                           if any(r.get("incast_charged") == "past the slack" for r in runs) else "")
                         + (" (--calibration)" if summary.get("calibration") else " (--incast)"))
         lines += [f"Network model: {nm.get('name')}, bandwidth factor {nm.get('bandwidth_factor')} "
                   f"(TCP payload per frame at MTU {nm.get('mtu')}), {latency}; layer-wise algorithms pay "
@@ -157,6 +159,7 @@ def render(summary: dict, plots: list[Path]) -> str:
             cal = summary["calibration"]
             lines += [f"Charged by `--calibration`, each where it was fitted: {describe(cal)}. "
                       "Each run's own values are in summary.json (round_latency_seconds, incast_seconds, "
+                      "incast_charged_seconds_per_sync, "
                       "network_model's fan_in_efficiency and oversubscribed_efficiency; oversubscribed_links: "
                       "how many links e_o applied to).", ""]
             beyond = [r for r in runs if r.get("incast_seconds") and r.get("workers", 0)

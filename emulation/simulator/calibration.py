@@ -5,7 +5,9 @@ one half of them: a start-up per message round L, a fan-in efficiency e (every a
 and an executor's own), an executor's own L (BML's stages), an incast start-up per
 converging flow (PS) and an efficiency e_o of oversubscribed switch links (every algorithm's,
 on topologies that have such links). Each is charged only where it was fitted: BML's own L at 2 MiB or more
-on BCube(n,k) with n >= 3, PS's incast start-up at 2 MiB or more; e_o on the oversubscribed
+on BCube(n,k) with n >= 3, PS's incast start-up at 2 MiB or more (in the CUBIC file only past
+the sync's slack, the seconds its busiest link needs beyond its NICs', and not where the NICs hang
+off switches of two ports: `core.past_slack`, `one_switch_input`); e_o on the oversubscribed
 links whose flows meet a second one as loaded (`fanin.in_series`), on any topology, though it
 was fitted on Fat-Trees k=4 and 6 only (docs/PROJECTION.md, "What is left"). Typing them as `--round-latency`, `--fan-in`,
 `--incast` and `--oversubscribed` loses those conditions; a calibration keeps them.
@@ -37,12 +39,21 @@ class Charges:
     incast: float
     oversubscribed: float = 1.0
     incast_bytes: float = 0.0  # added to incast at the hosts' link rate (core.incast_of)
+    incast_past_slack: bool = False  # charged only past the sync's slack (core.past_slack), else every step
 
 
 def bcube_n(topology: str) -> int | None:
     """n of "bcube(n,k)" or of a spec "bcube,n=N,k=K" (None for any other topology)."""
     m = re.fullmatch(r"bcube\((\d+),(\d+)\)", topology or "") or re.search(r"^bcube,.*\bn=(\d+)", topology or "")
     return int(m.group(1)) if m else None
+
+
+def one_switch_input(topology: str) -> bool:
+    """Whether the NICs of `topology` hang off switches of two ports (BCube with n = 2), so that
+    everything a NIC receives comes through one switch input at the NIC's own rate and no queue
+    forms at its port: its flows converge earlier, at the servers that relay them (our reading:
+    such NICs lost less per converging flow, not nothing; docs/PROJECTION.md, "The PS scan")."""
+    return bcube_n(topology) == 2
 
 
 def parameters(cal: dict, algorithm: str, topology: str, gradient_bytes: int) -> Charges:
@@ -56,10 +67,11 @@ def parameters(cal: dict, algorithm: str, topology: str, gradient_bytes: int) ->
     if own and gradient_bytes >= own["min_gradient_bytes"] and (bcube_n(topology) or 0) >= own["min_bcube_n"]:
         lat = own["seconds"]
     inc = cal["incast_by_algorithm"].get(algorithm)
-    charged = bool(inc) and gradient_bytes >= inc["min_gradient_bytes"]
+    charged = (bool(inc) and gradient_bytes >= inc["min_gradient_bytes"]
+               and not (inc.get("one_switch_input_free") and one_switch_input(topology)))
     return Charges(lat, cal["fan_in_by_algorithm"].get(algorithm, cal["fan_in_efficiency"]),
                    inc["seconds"] if charged else 0.0, cal.get("oversubscribed_efficiency", 1.0),
-                   inc.get("bytes", 0.0) if charged else 0.0)
+                   inc.get("bytes", 0.0) if charged else 0.0, charged and bool(inc.get("past_slack")))
 
 
 def path(name: str) -> Path:
@@ -92,7 +104,9 @@ def describe(cal: dict) -> str:
                   f"more, BCube n >= {x['min_bcube_n']})" for a, x in sorted(cal["round_latency_by_algorithm"].items()))
     es = "".join(f", {a} e = {v:.3f}" for a, v in sorted(cal["fan_in_by_algorithm"].items()))
     inc = "".join(f", {a.upper()}'s incast start-up {incast_label(x)} per converging flow beyond the first "
-                  f"(at {x['min_gradient_bytes'] / 2**20:g} MiB or more; fitted on runs of up to "
+                  f"(at {x['min_gradient_bytes'] / 2**20:g} MiB or more"
+                  f"{'; charged past the slack, none into NICs of two-port switches' if x.get('past_slack') else ''}"
+                  f"; fitted on runs of up to "
                   f"{x['max_workers_fitted']} workers)" for a, x in sorted(cal["incast_by_algorithm"].items()))
     eo = cal.get("oversubscribed_efficiency", 1.0)
     over = f", e_o = {eo:.3f} on oversubscribed switch links" if eo != 1.0 else ""

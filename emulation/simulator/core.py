@@ -37,7 +37,7 @@ import signal
 import statistics
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from emulation.simulator import platform as simgrid_platform
@@ -279,6 +279,21 @@ def simulated_form(algo: base.Algorithm, plan: dict, round_latency: float = 0.0,
 def _startups(rounds: list, extra: list, round_latency: float, incast: float) -> list:
     """Each step's start-up: L x its message rounds, plus the incast start-up x its extra flows."""
     return [round_latency * r + incast * x for r, x in zip(rounds, extra)]
+
+
+def past_slack(form: SimForm, incast: float, slack: float) -> tuple[SimForm, float]:
+    """(`form` with its incast start-ups charged only past `slack` seconds, what they charge):
+    the start-ups of the whole form (`incast` x its extra flows, summed over its steps and syncs)
+    less the seconds its busiest link needs beyond its NICs' (the bound less the non-blocking
+    bound, over the same syncs), at least 0, taken from each step's start-up in proportion to its
+    extra flows. A NIC's stalls behind a busier uplink cost the sync nothing (docs/PROJECTION.md,
+    "Charged only past the slack": form C, the CUBIC validation's). Pure."""
+    total = incast * sum(form.extra_flows)
+    if total <= 0:
+        return form, 0.0
+    keep = max(0.0, total - max(0.0, slack)) / total
+    startup = [s - incast * x * (1.0 - keep) for s, x in zip(form.startup, form.extra_flows)]
+    return replace(form, startup=startup), total * keep
 
 
 # Bytes per object, measured on this machine (peak RSS, see docs/PROJECTION.md): a host's
@@ -681,6 +696,8 @@ class Request:
     incast: float = 0.0  # seconds per flow into a step's busiest NIC beyond the first (simulated_form); 0: none
     # and bytes per such flow at the hosts' slowest NIC link rate, added to it (`incast_of`; a calibration's)
     incast_bytes: float = 0.0
+    # charge it only past the sync's slack (`past_slack`: a calibration's form C); False: on every step
+    incast_past_slack: bool = False
     fan_in: float = 1.0  # NetworkModel.fan_in: efficiency of n flows into one NIC (fanin.py); 1: off
     oversubscribed: float = 1.0  # NetworkModel.oversubscribed: the same on an oversubscribed link; 1: off
     reduce: str = "auto"  # REDUCE_MODES: one SimGrid communication per class of interchangeable flows
@@ -1078,6 +1095,23 @@ def _times(sim: dict, form: SimForm) -> dict:
             "simulated_step_seconds": sim["step_seconds"]}
 
 
+def _incast_charged(p: Prepared, form: SimForm, slack: float) -> tuple[SimForm, float]:
+    """(the form to simulate, its incast start-ups' seconds over all its syncs): charged only past
+    `slack` (`past_slack`) where the request says so, else on every step as `simulated_form` put them."""
+    incast = incast_of(p.req, p.topo, p.hosts)
+    if p.req.incast_past_slack:
+        return past_slack(form, incast, slack)
+    return form, incast * sum(form.extra_flows)
+
+
+def _incast_record(p: Prepared, charged_per_sync: float) -> dict:
+    """The run record's incast facts: how the start-up was charged and its seconds per sync."""
+    if not incast_of(p.req, p.topo, p.hosts):
+        return {}
+    return {"incast_charged": "past the slack" if p.req.incast_past_slack else "every step",
+            "incast_charged_seconds_per_sync": charged_per_sync}
+
+
 def project(req: Request | Prepared, topo: Topology | None = None, inspect: bool = False, log=None) -> dict:
     """One simulated run: a summary.json run record (the emulation's names) plus simulator facts.
 
@@ -1097,24 +1131,27 @@ def project(req: Request | Prepared, topo: Topology | None = None, inspect: bool
     if counted and p.reduce:
         raise ValueError(f"{' and '.join(counted)} count every flow on a link: they cannot run on a reduced schedule "
                          "(--reduce off)")
-    platform, sched, sim, reduced, t_routes = _run_form(fast, hosts, form, p.pairs, p.background, model,
-                                                        p.req.mode, inspect, log, p.reduce, p.req.max_seconds,
-                                                        p.req.max_memory, p.req.reduce == "on")
-    times = _times(sim, form)
     # flows and the simulation cover form.syncs syncs (a replay of measured iterations): bytes
     # compared in total, to the byte, and reported per sync (as the analysis does)
     syncs = form.syncs
     total = analysis.expected_nic_bytes(fast, hosts, flows, 1)
+
+    def one_sync(nics):
+        return nics if syncs == 1 else {k: {d: v / syncs for d, v in x.items()} for k, x in nics.items()}
+    per_sync = one_sync(total)
+    ports = analysis.expected_port_bytes(fast, hosts, flows, 1)
+    bound = analysis.bound_seconds(fast, one_sync(ports))
+    nonblocking = analysis.bound_seconds(fast, per_sync)
+    form, charged = _incast_charged(p, form, (bound - nonblocking) * syncs)
+    platform, sched, sim, reduced, t_routes = _run_form(fast, hosts, form, p.pairs, p.background, model,
+                                                        p.req.mode, inspect, log, p.reduce, p.req.max_seconds,
+                                                        p.req.max_memory, p.req.reduce == "on")
+    times = _times(sim, form)
     simulated_total = nic_bytes(fast, hosts, sim["link_bytes"])
     zero = {"tx": 0, "rx": 0}
     mismatched = sorted(k for k in set(total) | set(simulated_total)
                         if total.get(k, zero) != simulated_total.get(k, zero))
-
-    def one_sync(nics):
-        return nics if syncs == 1 else {k: {d: v / syncs for d, v in x.items()} for k, x in nics.items()}
-    per_sync, simulated_nics = one_sync(total), one_sync(simulated_total)
-    ports = analysis.expected_port_bytes(fast, hosts, flows, 1)
-    bound = analysis.bound_seconds(fast, one_sync(ports))
+    simulated_nics = one_sync(simulated_total)
     t = times["simulated_seconds"]
     rec = {
         **_identity(p),
@@ -1130,7 +1167,8 @@ def project(req: Request | Prepared, topo: Topology | None = None, inspect: bool
         "rounds_per_sync": None if form.overlapped else sum(algo.step_rounds(p.plan)),
         "incast_seconds": incast_of(p.req, p.topo, p.hosts), "incast_bytes": p.req.incast_bytes,
         "extra_flows_per_sync": None if form.overlapped else form.extra_flows_per_sync,
-        "bound_seconds": bound, "bound_nonblocking_seconds": analysis.bound_seconds(fast, per_sync),
+        **_incast_record(p, charged / syncs),
+        "bound_seconds": bound, "bound_nonblocking_seconds": nonblocking,
         "sync_over_bound": t / bound if bound else None,
         "payload_bytes_expected": per_sync, "payload_bytes_simulated": simulated_nics,
         "payload_equal": not mismatched, "payload_mismatched": mismatched[:20],
@@ -1243,21 +1281,23 @@ def _project_orbits(p: Prepared, t0: float, inspect: bool, log=None) -> dict:
     if log:
         log(f"  {flows} flows in {len(of.sched)} step(s) as {' + '.join(map(str, of.info['classes_per_step']))} "
             f"orbits ({of.info['routes_walked']} routes walked, {of.info['seconds']:.1f} s)")
-    sim = simulate(of.platform, of.sched, model, p.req.mode, inspect, p.form.timing())
-    times = _times(sim, p.form)
-    link_bytes = of.link_bytes(sim["sent"])
     per_sync = orbits.block_nic_bytes(fast, hosts, p.blocks)
+    all_sent = {(a, b): size for step in of.sched for a, b, size in step}
+    if p.sim_blocks is p.blocks:
+        bound = analysis.bound_seconds(fast, orbits.port_bytes(fast, of.link_bytes(all_sent)))
+    else:  # padded: the unequal plan's own bytes are known per NIC only; exactness made its NICs the busiest
+        bound = analysis.bound_seconds(fast, per_sync)
+    nonblocking = analysis.bound_seconds(fast, per_sync)
+    form, charged = _incast_charged(p, p.form, bound - nonblocking)
+    sim = simulate(of.platform, of.sched, model, p.req.mode, inspect, form.timing())
+    times = _times(sim, form)
+    link_bytes = of.link_bytes(sim["sent"])
     # what SimGrid carried against its own closed form (padded: the padded blocks')
     carried = per_sync if p.sim_blocks is p.blocks else orbits.block_nic_bytes(fast, hosts, p.sim_blocks)
     simulated_nics = nic_bytes(fast, hosts, link_bytes)
     zero = {"tx": 0, "rx": 0}
     mismatched = sorted(k for k in set(carried) | set(simulated_nics)
                         if carried.get(k, zero) != simulated_nics.get(k, zero))
-    all_sent = {(a, b): size for step in of.sched for a, b, size in step}
-    if p.sim_blocks is p.blocks:
-        bound = analysis.bound_seconds(fast, orbits.port_bytes(fast, of.link_bytes(all_sent)))
-    else:  # padded: the unequal plan's own bytes are known per NIC only; exactness made its NICs the busiest
-        bound = analysis.bound_seconds(fast, per_sync)
     t = times["simulated_seconds"]
     blocks = [b for step in p.blocks for b in step]
     info = dict(of.info)
@@ -1272,8 +1312,8 @@ def _project_orbits(p: Prepared, t0: float, inspect: bool, log=None) -> dict:
         "simulated_seconds": t, "round_latency_seconds": p.req.round_latency,
         "rounds_per_sync": sum(algo.step_rounds(p.plan)),
         "incast_seconds": incast_of(p.req, p.topo, p.hosts), "incast_bytes": p.req.incast_bytes,
-        "extra_flows_per_sync": p.form.extra_flows_per_sync,
-        "bound_seconds": bound, "bound_nonblocking_seconds": analysis.bound_seconds(fast, per_sync),
+        "extra_flows_per_sync": p.form.extra_flows_per_sync, **_incast_record(p, charged),
+        "bound_seconds": bound, "bound_nonblocking_seconds": nonblocking,
         "sync_over_bound": t / bound if bound else None,
         "payload_bytes_expected": per_sync, "payload_bytes_simulated": simulated_nics,
         "payload_equal": not mismatched, "payload_mismatched": mismatched[:20],

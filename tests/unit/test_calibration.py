@@ -34,6 +34,19 @@ def test_parameters_charge_each_value_where_it_was_fitted(algo, topo, size, want
     assert c.incast_bytes == (12_500 if c.incast else 0.0)  # the start-up's bytes go where its time goes
 
 
+def test_the_start_up_in_form_c_is_charged_past_the_slack_and_not_into_nics_of_two_port_switches():
+    c_form = {**CAL, "incast_by_algorithm": {"ps": {**CAL["incast_by_algorithm"]["ps"], "past_slack": True,
+                                                    "one_switch_input_free": True}}}
+    c = calibration.parameters(c_form, "ps", "fattree(4)", 4 * MB)
+    assert (c.incast, c.incast_bytes, c.incast_past_slack) == (0.013, 12_500, True)
+    for topo in ("bcube(2,3)", "bcube,n=2,k=4"):
+        c = calibration.parameters(c_form, "ps", topo, 4 * MB)
+        assert (c.incast, c.incast_bytes, c.incast_past_slack) == (0.0, 0.0, False)
+    c = calibration.parameters(c_form, "ps", "bcube(3,2)", 4 * MB)
+    assert c.incast == 0.013 and c.incast_past_slack
+    assert calibration.parameters(CAL, "ps", "bcube(2,3)", 4 * MB).incast == 0.013  # form A: every step, everywhere
+
+
 def test_an_unknown_calibration_is_refused_in_one_line():
     with pytest.raises(ValueError, match=r"'reno' is not one; give one of bbr, cubic"):
         calibration.load("reno")
@@ -50,6 +63,8 @@ def test_the_shipped_file_is_what_the_results_give_and_charges_each_run_as_the_v
         c = calibration.parameters(want, r["algorithm"], r["topology"], r["gradient_bytes"])
         incast = fanin.incast_startup({"seconds": c.incast, "bytes": c.incast_bytes}, r["link_mbps"])
         assert (c.round_latency, c.fan_in, incast) == (r["fan_in_l"], r["fan_in_e"], r["fan_in_incast"]), r["experiment"]
+        # where it charges a start-up, it does so as the validation: past the slack (form C)
+        assert c.incast_past_slack == (bool(c.incast) and fan.cc == "cubic"), r["experiment"]
         # e_o changes a projection only on a topology with oversubscribed links, as in the validation
         assert (c.oversubscribed if r["oversubscribed"] else 1.0) == r["fan_in_eo"], r["experiment"]
 
@@ -101,8 +116,12 @@ def test_syncbed_project_with_a_calibration_charges_it_and_says_so(tmp_path):
     inc = x["seconds"] + 8 * x.get("bytes", 0.0) / 20e6
     assert r["incast_seconds"] == pytest.approx(inc, rel=1e-9) and r["incast_bytes"] == x.get("bytes", 0.0)
     assert r["extra_flows_per_sync"] == 2 * 7  # 8 flows into each NIC 0, push and pull
+    # form C: past the sync's slack (its busiest link's seconds beyond its NICs')
+    assert r["incast_charged"] == "past the slack"
+    charged = max(0.0, inc * 14 - (r0["bound_seconds"] - r0["bound_nonblocking_seconds"]))
+    assert r["incast_charged_seconds_per_sync"] == pytest.approx(charged) and charged > 0
     assert r["median_sync_seconds"] == pytest.approx(r0["median_sync_seconds"] + cal["round_latency_seconds"]
-                                                     * r["rounds_per_sync"] + inc * 14, rel=1e-6)
+                                                     * r["rounds_per_sync"] + charged, rel=1e-6)
     assert got["calibration"] == cal
     assert "Charged by `--calibration`, each where it was fitted: calibration cubic" in \
         (tmp_path / "cal" / "report.md").read_text()

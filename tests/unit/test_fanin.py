@@ -432,10 +432,54 @@ def test_the_cubic_fan_in_table_gives_ps_e_1_and_its_incast_start_up_on_its_larg
     assert inc["seconds"] > 0 or inc["bytes"] > 0
     ps = [r for r in rows if r["algorithm"] == "ps"]
     assert ps and all(r["fan_in_e"] == 1.0 for r in ps)
+    assert inc["past_slack"] and inc["one_switch_input_free"]  # form C since 2026-12-04
     for r in rows:
         c = inc["seconds"] + 8 * inc["bytes"] / (r["link_mbps"] * 1e6)
-        extra = c * r["extra_flows"] if pt.charged_incast(r, fit["incast_by_algorithm"]) else 0.0
+        slack = max(0.0, r["sim"]["bound_seconds"] - r["sim"]["bound_nonblocking_seconds"])
+        charged = pt.charged_incast(r, fit["incast_by_algorithm"]) and not r["topology"].startswith("bcube(2,")
+        extra = max(0.0, c * r["extra_flows"] - slack) if charged else 0.0
         assert r["fan_in_seconds"] == pytest.approx(r["fan_in_sim"] + r["fan_in_l"] * (r["rounds"] or 0) + extra)
+    assert any(r["topology"].startswith("bcube(2,") and r["algorithm"] == "ps" for r in rows)  # the rule is used
+
+
+def test_past_slack_takes_the_slack_off_the_start_ups_in_proportion_to_their_flows():
+    form = core.SimForm([[], []], [0.0, 0.0], [0.01 + 0.02 * 3, 0.01 + 0.02 * 1], extra_flows=[3, 1])
+    same, charged = core.past_slack(form, 0.02, 0.0)
+    assert same.startup == form.startup and charged == pytest.approx(0.08)
+    got, charged = core.past_slack(form, 0.02, 0.05)  # 0.08 s of start-ups, 0.05 s hidden: 0.03 charged
+    assert charged == pytest.approx(0.03)
+    assert got.startup == pytest.approx([0.01 + 0.06 * 0.375, 0.01 + 0.02 * 0.375])
+    assert form.startup == [0.01 + 0.02 * 3, 0.01 + 0.02 * 1]  # the form given is left as it was
+    hidden, charged = core.past_slack(form, 0.02, 0.5)  # all hidden: L x rounds alone
+    assert charged == 0.0 and hidden.startup == pytest.approx([0.01, 0.01])
+    assert core.past_slack(form, 0.02, -1.0)[1] == pytest.approx(0.08)  # no negative slack
+
+
+@needs_simgrid
+@pytest.mark.parametrize("reduce", ["off", "auto"])
+def test_a_projection_charges_the_incast_start_up_only_past_the_slack_where_asked(reduce):
+    """PS on forest scenario 3's Fat-Tree (the core at a quarter of the hosts' rate): its busiest
+    links are core links, so the start-ups are charged only past the seconds they need beyond the
+    NICs' (the bound less the non-blocking bound), by every flow or by orbits alike; on a
+    non-blocking Fat-Tree the NICs are the busiest links and past the slack is every step."""
+    from topologies import spec
+
+    req = dict(topo="fattree,k=4", workers=16, mb=2, bw=10, ecmp="two-level", reduce=reduce)
+    for link_bw, hidden in (({"agg-core": 2.5}, True), (None, False)):
+        topo = spec.build("fattree,k=4", bw=10, link_bw=link_bw, ecmp="two-level")
+        plain = core.project(core.Request(**req, algo="ps"), topo)
+        every = core.project(core.Request(**req, algo="ps", incast=0.05), topo)
+        past = core.project(core.Request(**req, algo="ps", incast=0.05, incast_past_slack=True), topo)
+        x = plain["extra_flows_per_sync"]
+        slack = plain["bound_seconds"] - plain["bound_nonblocking_seconds"]
+        assert (slack > 0.05 * x / 10) == hidden, slack  # a slack that hides a real share of it, or none
+        assert every["incast_charged"] == "every step" and every["incast_charged_seconds_per_sync"] == pytest.approx(0.05 * x)
+        assert past["incast_charged"] == "past the slack"
+        want = max(0.0, 0.05 * x - slack)
+        assert past["incast_charged_seconds_per_sync"] == pytest.approx(want)
+        assert past["simulated_seconds"] == pytest.approx(plain["simulated_seconds"] + want, rel=1e-6)
+        assert every["simulated_seconds"] == pytest.approx(plain["simulated_seconds"] + 0.05 * x, rel=1e-6)
+        assert (past["simulated_seconds"] < every["simulated_seconds"] - 1e-6) == hidden
 
 
 def test_oversubscribed_links_are_the_switch_links_slower_than_the_hosts():

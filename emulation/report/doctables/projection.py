@@ -9,7 +9,7 @@ from emulation.report.doctables.cells import find, pct, runs_of, span, spread, v
 from emulation.report.doctables.forest import FOREST
 from emulation.results.columns import NA, fmt, table
 from emulation.results.load import MB, num
-from emulation.simulator.calibration import bcube_n, incast_label
+from emulation.simulator.calibration import bcube_n, incast_label, one_switch_input as _one_input
 from emulation.simulator.fanin import incast_startup
 
 
@@ -1067,11 +1067,17 @@ def incast_slack(r: dict) -> float:
 
 
 def one_switch_input(r: dict) -> bool:
-    """Whether a row's NICs hang off switches of two ports (BCube with n = 2), so that everything
-    a NIC receives comes through one switch input at the NIC's own rate and no queue forms at
-    its port: its flows converge earlier, at the servers that relay them (our reading: such NICs
-    lost less per converging flow, not nothing; docs/PROJECTION.md, "The PS scan")."""
-    return bcube_n(r["topology"]) == 2
+    """Whether a row's NICs hang off switches of two ports (`calibration.one_switch_input`)."""
+    return _one_input(r["topology"])
+
+
+def incast_charge(r: dict, per_flow: float) -> float:
+    """Seconds a row's sync is charged for its converging flows at `per_flow` seconds each in
+    the validation's form (C, since 2026-12-04; `core.past_slack` charges the same in a new
+    projection): only past its `incast_slack`, nothing where its NICs have one switch input."""
+    if one_switch_input(r):
+        return 0.0
+    return max(0.0, per_flow * (r["extra_flows"] or 0) - incast_slack(r))
 
 
 def incast_fit(rows, lat: float, algos: tuple, time_only: bool = False, past_slack: bool = False,
@@ -1155,24 +1161,27 @@ def _fan_in_rows(data: dict, fan: FanIn = BBR_FAN_IN) -> tuple[dict, float, list
             elif row["oversubscribed"]:  # shown, marked, beside the faithful ones (_oversubscribed_runs)
                 unfaithful.append(row)
     own = own_latency(out, lat)
-    inc = incast_fit(out, lat, fan.incast)
+    # the validation's form (C): charged past the slack, none into NICs of two-port switches
+    inc = {a: {**x, "past_slack": True, "one_switch_input_free": True}
+           for a, x in incast_fit(out, lat, fan.incast, past_slack=True, one_input_free=True).items()}
     over = fit.get("oversubscribed") or {}
     if over.get("fitted") and "incast" not in over:
         raise ValueError(f"{fan.fit_rel} fitted e_o with an incast start-up in seconds alone; the start-up now has a "
                          f"time and a share in bytes: rerun `{fan.command}` and the fan-in projections")
     for algo, c in (over.get("incast") or {}).items():
         now = inc.get(algo) or {"seconds": 0.0, "bytes": 0.0}
-        if abs(c["seconds"] - now["seconds"]) > 1e-6 or abs(c.get("bytes", 0.0) - now["bytes"]) > 1e-3:
+        if abs(c["seconds"] - now["seconds"]) > 1e-6 or abs(c.get("bytes", 0.0) - now["bytes"]) > 1e-3 or (
+                c.get("past_slack"), c.get("one_switch_input_free")) != (True, True):
             raise ValueError(f"{fan.fit_rel} fitted e_o with {algo.upper()}'s incast start-up at "
                              f"{incast_label(c)}, the fit now gives {incast_label(now)}: rerun `{fan.command}` "
                              "and the fan-in projections")
     for r in out + unfaithful:
         # layer-wise plans (no rounds) pay their own measured start-ups, as in projection-validation
         r["fan_in_l"] = round_latency_of(r, lat, own)
-        r["fan_in_incast"] = (incast_startup(inc[r["algorithm"]], r["link_mbps"]) if charged_incast(r, inc)
-                              else 0.0)
-        r["fan_in_seconds"] = (r["fan_in_sim"] + r["fan_in_l"] * (r["rounds"] or 0)
-                               + r["fan_in_incast"] * (r["extra_flows"] or 0))
+        r["fan_in_incast"] = (incast_startup(inc[r["algorithm"]], r["link_mbps"])
+                              if charged_incast(r, inc) and not one_switch_input(r) else 0.0)
+        r["fan_in_incast_charged"] = incast_charge(r, r["fan_in_incast"])
+        r["fan_in_seconds"] = r["fan_in_sim"] + r["fan_in_l"] * (r["rounds"] or 0) + r["fan_in_incast_charged"]
         r["fan_in_ratio"] = common.ratio(r["fan_in_seconds"], r["measured_seconds"])
     return ({**fit, "round_latency_by_algorithm": own, "incast_by_algorithm": inc,
              "unfaithful_oversubscribed": unfaithful}, lat, out)
@@ -1193,6 +1202,8 @@ def calibration_record(data: dict, fan: FanIn) -> dict:
             "round_latency_by_algorithm": {a: {"seconds": x["seconds"], "min_gradient_bytes": LATENCY_MIN_BYTES,
                                                "min_bcube_n": OWN_LATENCY_MIN_BCUBE_N, "runs": x["runs"]} for a, x in sorted(own.items())},
             "incast_by_algorithm": {a: {"seconds": x["seconds"], "bytes": x["bytes"],
+                                        "past_slack": x["past_slack"],
+                                        "one_switch_input_free": x["one_switch_input_free"],
                                         "min_gradient_bytes": LATENCY_MIN_BYTES,
                                         "runs": x["runs"], "max_workers_fitted": x["max_workers"]}
                                     for a, x in sorted(inc.items())},
@@ -1244,8 +1255,9 @@ def projection_ps_incast_scan(data: dict) -> list[str]:
     inc = fit["incast_by_algorithm"]["ps"]
     # the start-up as a time alone (the form until 2026-12-03), fitted on the same runs
     alone = incast_fit(rows, lat, ("ps",), time_only=True)["ps"]["seconds"]
+    every = incast_fit(rows, lat, ("ps",))["ps"]  # charged on every step: the validation's form until 2026-12-04
     slack = incast_fit(rows, lat, ("ps",), past_slack=True)["ps"]
-    slack1 = incast_fit(rows, lat, ("ps",), past_slack=True, one_input_free=True)["ps"]
+    slack1 = inc  # the validation's: past the slack, none through one switch input
     by = {r["folder"]: r for r in rows if r["algorithm"] == "ps"}
     cells = []
     for folder, run_dir in PS_SCAN:
@@ -1256,7 +1268,7 @@ def projection_ps_incast_scan(data: dict) -> list[str]:
             cells.append([f"`{folder.split('/')[-1]}`", f"{half}, faithful: {verdict(m)}", str(m["workers"]),
                           f"{num(m['gradient_bytes']) / MB:g} MiB, {fmt(num(m.get('link_mbps')), 'g')} Mbit/s",
                           str(m["workers"] - 1), fmt(num(m.get("median_sync_seconds")), ".2f"),
-                          *[NA] * 9, pct(num(m.get("retransmitted_fraction")))])
+                          *[NA] * 10, pct(num(m.get("retransmitted_fraction")))])
             continue
         tcp = host_tcp_counters(data[f"{folder}/{run_dir}/capture.json"])
         syncs = (num(r["run"].get("iters")) or 0) + (num(r["run"].get("warmup")) or 0)
@@ -1266,27 +1278,38 @@ def projection_ps_incast_scan(data: dict) -> list[str]:
         cells.append([f"`{folder.split('/')[-1]}`", "fit" if r["fit"] else "held out", str(r["workers"]),
                       f"{r['gradient_bytes'] / MB:g} MiB, {fmt(num(r['run'].get('link_mbps')), 'g')} Mbit/s",
                       str(r["workers"] - 1), fmt(r["measured_seconds"], ".2f"), fmt(model, ".2f"), fmt(lost, ".2f"),
-                      fmt(r["fan_in_incast"] * extra, ".2f"), f"{lost / extra * 1e3:.1f}" if extra else NA,
+                      fmt(r["fan_in_incast_charged"], ".2f"), f"{lost / extra * 1e3:.1f}" if extra else NA,
                       fmt(r["fan_in_ratio"], ".2f"), fmt(common.ratio(model + alone * extra, r["measured_seconds"]), ".2f"),
-                      fmt(_past_slack_ratio(r, model, slack), ".2f"),
+                      fmt(_every_step_ratio(r, model, every), ".2f"), fmt(_past_slack_ratio(r, model, slack), ".2f"),
                       fmt(num(tcp.get("TCPTimeouts")) / syncs, ".0f") if syncs and tcp.get("TCPTimeouts") is not None
                       else NA, dsacked(tcp), pct(num(r["run"].get("retransmitted_fraction")))])
     return table(["file", "half", "P", "gradient, links", "flows into a NIC per phase", "measured s",
                   "flow model + L x rounds s", "lost s per sync", "incast start-up charged s",
                   "lost per extra flow ms", "sim/meas with it", "sim/meas, start-up a time alone",
-                  "sim/meas, start-up past the slack", "TCP timeouts per sync (all hosts)",
+                  "sim/meas, start-up on every step", "sim/meas, start-up past the slack (two-port rule off)",
+                  "TCP timeouts per sync (all hosts)",
                   "retransmissions D-SACKed (spurious)", "retransmitted"], cells) + [
-        "", f"The incast start-up: {incast_label(inc)} per flow into a NIC beyond the first, fitted on "
+        "", f"The incast start-up (the validation's and `--calibration cubic`'s since 2026-12-04, form C): "
+            f"{incast_label(inc)} per flow into a NIC beyond the first, charged only past the sync's slack and "
+            f"not into NICs of two-port switches, fitted on "
             f"{inc['runs']} fit-half PS runs of up to {inc['max_workers']} workers at "
             f"{', '.join(f'{x:g}' for x in inc['rates_mbps'])} Mbit/s; as a time alone (the form until 2026-12-03, "
-            f"the column \"a time alone\"), {alone * 1e3:.1f} ms on the same runs; charged only past the slack "
-            f"(the next column), {incast_label(slack)} on the same runs.", ""] + _past_slack_check(rows, lat, slack, slack1)
+            f"the column \"a time alone\"), {alone * 1e3:.1f} ms on the same runs; charged on every step (A, the "
+            f"validation's until 2026-12-04), {incast_label(every)}; charged only past the slack with the two-port "
+            f"rule off (B), {incast_label(slack)} on the same runs.", ""] + _past_slack_check(rows, lat, every, slack, slack1)
 
 
 # PS runs named into the held-out half and pre-registered, with each form's charge, in the
 # messages of commits a64f74a1 (the first three) and bbcc9aaf (the fourth) before they ran
 FORMS_TEST = ("tcp-cc/ps-k6-p16-bw2.5-cubic", "tcp-cc/ps-bcube23-5mbit-cubic", "tcp-cc/ps-bcube42-2mib-bw5-cubic",
               "tcp-cc/ps-bcube24-2.5mbit-2mib-cubic")
+
+
+def _every_step_ratio(r: dict, model: float, inc: dict) -> float:
+    """Simulated / measured of a row with `inc` charged on every step (form A)."""
+    from emulation.simulator import fanin
+    return common.ratio(model + (r["extra_flows"] or 0) * fanin.incast_startup(inc, r["link_mbps"]),
+                        r["measured_seconds"])
 
 
 def _past_slack_ratio(r: dict, model: float, inc: dict, one_input_free: bool = False) -> float:
@@ -1299,14 +1322,15 @@ def _past_slack_ratio(r: dict, model: float, inc: dict, one_input_free: bool = F
     return common.ratio(model + charge, r["measured_seconds"])
 
 
-def _past_slack_check(rows, lat: float, slack: dict, slack1: dict) -> list[str]:
-    """The start-up charged on every step (the validation's: each row's fan_in_ratio) against the
-    start-up charged only past the slack, and past the slack with none into NICs of one switch
-    input, each fitted on the same fit-half runs (those it charges), on every faithful PS run of
-    today's executor that takes it, per half: within 10%, and the misses."""
+def _past_slack_check(rows, lat: float, every: dict, slack: dict, slack1: dict) -> list[str]:
+    """The start-up charged on every step (A) against the start-up charged only past the slack
+    (B), and past the slack with none into NICs of one switch input (C, the validation's since
+    2026-12-04: each row's fan_in_ratio), each fitted on the same fit-half runs (those it
+    charges), on every faithful PS run of today's executor that takes it, per half: within 10%,
+    and the misses."""
     runs = [r for r in rows if r["faithful"] is True and not r["superseded"] and r.get("extra_flows")
             and charged_incast(r, ("ps",)) and not r.get("oversubscribed")]
-    forms = (("on every step", lambda r, m: r["fan_in_ratio"]),
+    forms = (("on every step", lambda r, m: _every_step_ratio(r, m, every)),
              ("past the slack", lambda r, m: _past_slack_ratio(r, m, slack)),
              ("past the slack, none through one switch input", lambda r, m: _past_slack_ratio(r, m, slack1, True)))
     cells, misses = [], {}
@@ -1668,7 +1692,11 @@ def projection_fan_in(data: dict, fan: FanIn = BBR_FAN_IN) -> list[str]:
                      f"per flow** into a step's busiest NIC beyond the first, fitted as L is (simulated + L x "
                      f"rounds + the start-up x those flows, `fit_incast`), on its own {x['runs']} faithful fit-half "
                      f"run{'' if x['runs'] == 1 else 's'} of 2 MiB or more ({', '.join(x['experiments'])}), and "
-                     f"charged at 2 MiB or more (below, L alone).")
+                     f"charged at 2 MiB or more (below, L alone)"
+                     + (", only past the sync's slack (the seconds its busiest link needs beyond its NICs') and "
+                        "nothing into NICs of two-port switches (BCube(2,k)): form C of \"Charged only past the "
+                        "slack\" below, what `core.past_slack` charges a new projection"
+                        if x.get("past_slack") else "") + ".")
     over = fit.get("oversubscribed") or {}
     eo = fit.get("oversubscribed_efficiency", 1.0)
     if fan.oversubscribed:
