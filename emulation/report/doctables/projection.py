@@ -189,7 +189,11 @@ CUBIC_FOLDERS = ("tcp-cc/hd-cubic", "tcp-cc/default-cubic", "tcp-cc/bml-bcube32-
                                            "ps-bcube23-5mbit-cubic", "ps-bcube42-2mib-bw5-cubic",
                                            # 17:22, pre-registered in commit bbcc9aaf's message: BCube(2,4)
                                            # at 2.5 Mbit/s, where the forms' charges differ most on n = 2
-                                           "ps-bcube24-2.5mbit-2mib-cubic")))
+                                           "ps-bcube24-2.5mbit-2mib-cubic")),
+                 # 2026-12-04 00:35-00:45, pre-registered in commit 3238cf34's message, held out by
+                 # their names: PS and ring at 8 MiB on k=6 at 10 Mbit/s, P = 16 and 24 (is the start-up
+                 # a cost per flow at four times the gradient, and does form C hold there?)
+                 *(f"tcp-cc/{f}" for f in ("ps-k6-p16-8mib-cubic", "ps-k6-p24-8mib-bw10-cubic")))
 
 
 def host_tcp(run: dict) -> str:
@@ -1233,7 +1237,10 @@ PS_SCAN = (("tcp-cc/ps-scan-p4-cubic", "01-fattree-4-ps-synthetic"),
                "ps-p32-64m-r2", "ps-p32-64m-r4", "ps-p40-64m", "ps-p48-bw10-64m", "ps-p54-bw10-64m",
                "ps-p54-bw5-64m", *(f"ps-p{p}-bw5-64m" for p in sorted(BW5_SCAN)))),
            # at 2.5 Mbit/s (held out, 2026-12-03 afternoon, send buffer 64 MiB): the test of the rate term
-           ("tcp-cc/ps-k6-p16-bw2.5-cubic", "01-fattree-6-ps-synthetic"))
+           ("tcp-cc/ps-k6-p16-bw2.5-cubic", "01-fattree-6-ps-synthetic"),
+           # at 8 MiB (held out, 2026-12-04, pre-registered in commit 3238cf34): a cost per flow, or a share of bytes?
+           ("tcp-cc/ps-k6-p16-8mib-cubic", "01-fattree-6-ps-synthetic"),
+           ("tcp-cc/ps-k6-p24-8mib-bw10-cubic", "01-fattree-6-ps-synthetic"))
 PS_SCAN_SOURCES = CUBIC_FAN_IN_SOURCES + tuple(f"{f}/{d}/capture.json" for f, d in PS_SCAN)
 
 
@@ -1300,9 +1307,12 @@ def projection_ps_incast_scan(data: dict) -> list[str]:
 
 
 # PS runs named into the held-out half and pre-registered, with each form's charge, in the
-# messages of commits a64f74a1 (the first three) and bbcc9aaf (the fourth) before they ran
+# messages of commits a64f74a1 (the first three), bbcc9aaf (the fourth) and 3238cf34 (the two at
+# 8 MiB) before they ran
 FORMS_TEST = ("tcp-cc/ps-k6-p16-bw2.5-cubic", "tcp-cc/ps-bcube23-5mbit-cubic", "tcp-cc/ps-bcube42-2mib-bw5-cubic",
-              "tcp-cc/ps-bcube24-2.5mbit-2mib-cubic")
+              "tcp-cc/ps-bcube24-2.5mbit-2mib-cubic",
+              # pre-registered in commit 3238cf34's message, with C charged by the projection
+              "tcp-cc/ps-k6-p16-8mib-cubic", "tcp-cc/ps-k6-p24-8mib-bw10-cubic")
 
 
 def _every_step_ratio(r: dict, model: float, inc: dict) -> float:
@@ -1361,7 +1371,7 @@ def _past_slack_check(rows, lat: float, every: dict, slack: dict, slack1: dict) 
             f"input: {incast_label(slack1)}; no fit-half run has such NICs), on every faithful PS run of 2 MiB or "
             f"more on a topology without oversubscribed links, per half:", ""] + table(head, cells) + [
         "", f"Outside {TOLERANCE:.0%}: " + "; ".join(f"start-up {form}: {', '.join(x)}" for form, x in misses.items())
-        + ".", "", "The held-out runs pre-registered as the forms' test (commits a64f74a1 and bbcc9aaf), PS each:",
+        + ".", "", "The held-out runs pre-registered as the forms' test (commits a64f74a1, bbcc9aaf and 3238cf34), PS each:",
         ""] + table(["file", "topology", "hosts' links Mbit/s", "measured s", "flow model + L x rounds s",
                      *(f"sim/meas, start-up {form}" for form, _ in forms)], tests) + [
         "", "What the same runs lost per flow into a NIC beyond the first where their NICs are their "
