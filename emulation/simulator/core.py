@@ -709,6 +709,9 @@ class Request:
     logs: str | None = None
     syncs: int | None = None
     warmup: int = 0
+    # a measured run's projection: whose plan it simulates and the keys today's plan differs in (sweep.executed)
+    plan_source: str = ""
+    replanned_differs: tuple = ()
 
 
 def hosts_link_mbps(topo: Topology, hosts) -> list[float]:
@@ -1050,7 +1053,10 @@ def _identity(p) -> dict:
             "model": p.model, "gradient_bytes": ctx.gradient_bytes,
             "link_mbps": link_mbps[0] if len(link_mbps) == 1 else link_mbps, "ecmp": fast.params.get("ecmp"),
             # directed switch-to-switch links slower than the hosts' (where --oversubscribed applies)
-            "oversubscribed_links": len(oversubscribed_links_of(fast))}
+            "oversubscribed_links": len(oversubscribed_links_of(fast)),
+            # a measured run's projection: whose plan was simulated (sweep.executed)
+            **({"plan_source": p.req.plan_source, "replanned_differs": list(p.req.replanned_differs)}
+               if p.req.plan_source else {})}
 
 
 def _simulator_record(sim: dict, model: NetworkModel, p, counts: dict, messages: int, steps: int,

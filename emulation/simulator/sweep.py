@@ -113,7 +113,9 @@ def requests(s: Sweep, measured: dict) -> list[tuple[Request, object]]:
             extra = dict(limits, **charges(run.algorithm, run.topology.name, run.model.layer_sizes))
             if m is not None:
                 as_measured(run, m, cfg)
-                extra.update(replayed(base.get(run.algorithm), m, s.measured, given))
+                executed(run, m, s.measured)
+                extra.update(replayed(base.get(run.algorithm), m, s.measured, given),
+                             plan_source=run.plan_source, replanned_differs=tuple(run.replanned_differs))
             req = Request(run.topology.name, run.spec or run.algorithm, run.workers, run.servers,
                           bw=cfg.bw, ecmp=cfg.ecmp, placement=cfg.placement, **extra)
             out.append((req, run))
@@ -235,6 +237,29 @@ def as_measured(run, m: dict, cfg) -> None:
     probed = {(f.get("src"), f.get("dst")): f.get("measured_mbps") for f in m.get("background_flows") or []}
     if replan.needs_background(run) and all(probed.get((f["src"], f["dst"])) is not None for f in run.background):
         replan.apply_background(run, [{**f, "measured_mbps": probed[(f["src"], f["dst"])]} for f in run.background])
+
+
+PLAN_BOOKKEEPING = ("link", "startup_charge_s", "planner_seconds")  # a plan's notes that move no byte or time
+
+
+def executed(run, m: dict, folder) -> None:
+    """Simulate the plan the measured run executed (its job.json, what its workers ran), not a
+    plan made again today: a planner's answer can move with the libraries under it (the forest's
+    LP on a newer scipy packs other trees among equally good ones, or a better one) and with its
+    own fixes, and the projection of a measured run stands for that run. `run.plan_source` says
+    which, and where today's plan differs beyond `PLAN_BOOKKEEPING`'s notes, the keys it differs in.
+    A folder without job.json (none kept) keeps today's plan."""
+    run.plan_source, run.replanned_differs = "planned again (no job.json)", []
+    job = Path(folder) / str(m.get("dir") or "") / "job.json"
+    if not m.get("dir") or not job.is_file():
+        return
+    plan = json.loads(job.read_text()).get("plan")
+    if not isinstance(plan, dict) or plan.get("algorithm") != run.plan.get("algorithm"):
+        return
+    today = json.loads(json.dumps(run.plan, default=str))
+    run.replanned_differs = sorted(k for k in set(plan) | set(today)
+                                   if k not in PLAN_BOOKKEEPING and plan.get(k) != today.get(k))
+    run.plan, run.plan_source = plan, "the measured run's (job.json)"
 
 
 def measured_runs(folder) -> dict:

@@ -521,3 +521,35 @@ def test_a_terminated_projection_keeps_its_results_marked_failed(tmp_path):
     assert (out / "report.md").exists()
     # neither the command nor its SimGrid child is left ([.]: the pattern does not match pgrep's shell)
     assert not os.popen("pgrep -f 'emulation[.]cli project --topo fattree,k=4 --topo fattree,k=8'").read().split()
+
+
+def test_a_measured_runs_projection_simulates_the_plan_it_executed(tmp_path):
+    """`--measured` simulates the plan in each run's job.json (what its workers ran), not one
+    made again today (the forest's LP can pack other trees on another scipy); a folder without
+    job.json plans again, and says so. No SimGrid: the requests only."""
+    import shutil
+    from pathlib import Path
+
+    from emulation.simulator import sweep
+
+    src = Path(__file__).resolve().parents[2] / "docs/results/tcp-cc/forest-s5-dilated-cubic"
+
+    def reqs(folder):
+        s = sweep.Sweep(measured=str(folder))
+        measured = sweep.resolve_measured(s)
+        return measured, sweep.requests(s, measured)
+
+    measured, pairs = reqs(src)
+    assert len(pairs) == 2
+    for req, run in pairs:
+        m = measured[(run.topology.name, run.spec or run.algorithm, run.model.spec)]
+        job = json.loads((src / m["dir"] / "job.json").read_text())["plan"]
+        assert run.plan == job and req.plan_source == "the measured run's (job.json)"
+        assert "link" not in req.replanned_differs and "planner_seconds" not in req.replanned_differs
+    copy = tmp_path / "forest"
+    shutil.copytree(src, copy, ignore=shutil.ignore_patterns("plots", "workers", "*.pcap"))
+    for job in copy.glob("*/job.json"):
+        job.unlink()
+    _, pairs = reqs(copy)
+    assert {req.plan_source for req, _ in pairs} == {"planned again (no job.json)"}
+    assert all(req.replanned_differs == () for req, _ in pairs)
