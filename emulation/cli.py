@@ -699,6 +699,10 @@ def add_project(sub) -> None:
                          "(docs/PROJECTION.md fits one for PS with CUBIC in the hosts, a time plus bytes at "
                          "the hosts' link rate, which --calibration cubic charges whole; this option gives "
                          "the time alone)")
+    ap.add_argument("--incast-past-slack", action="store_true",
+                    help="charge --incast only past each sync's slack, the seconds its busiest link needs beyond "
+                         "its NICs' (form C of docs/PROJECTION.md, what --calibration cubic charges); default: "
+                         "on every step")
     ap.add_argument("--fan-in", action="append", metavar="[ALGO=]E",
                     help="fan-in efficiency: a link into a NIC crossed by n flows delivers E + (1 - E)/n of its "
                          "capacity (SimGrid's NONLINEAR sharing, emulation/simulator/fanin.py); default 1: plain "

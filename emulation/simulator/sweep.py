@@ -45,6 +45,7 @@ class Sweep:
     # seconds per flow into a step's busiest NIC beyond the first (core.simulated_form's incast):
     # a number for every algorithm, or a list of `--incast` values, S and/or ALGO=S
     incast: float | list = 0.0
+    incast_past_slack: bool = False  # charge it only past each sync's slack (core.past_slack); False: every step
     # efficiency of n flows into one NIC (emulation/simulator/fanin.py; 1: off): a number for every
     # algorithm, or a list of `--fan-in` values, E and/or ALGO=E (an algorithm's own, fanin.parse)
     fan_in: float | list = 1.0
@@ -97,7 +98,8 @@ def requests(s: Sweep, measured: dict) -> list[tuple[Request, object]]:
                     "incast_bytes": c.incast_bytes, "incast_past_slack": c.incast_past_slack,
                     "oversubscribed": c.oversubscribed}
         return {"fan_in": fan_in_of.get(algorithm, fan_in), "round_latency": lat_of.get(algorithm, lat),
-                "incast": inc_of.get(algorithm, inc), "oversubscribed": oversub}
+                "incast": inc_of.get(algorithm, inc), "incast_past_slack": s.incast_past_slack,
+                "oversubscribed": oversub}
     given = given_costs(s.compute)
     limits = dict(mode=s.mode, max_memory=s.max_memory_gb * 2**30 if s.max_memory_gb else None,
                   max_seconds=s.max_minutes * 60, reduce=s.reduce,  # L, fan_in, incast, oversubscribed: charges()
@@ -145,6 +147,7 @@ def calibrated(s: Sweep) -> dict | None:
     if s.calibration is None:
         return None
     typed = [o for o, v, default in (("--round-latency", s.round_latency, 0.0), ("--incast", s.incast, 0.0),
+                                     ("--incast-past-slack", s.incast_past_slack, False),
                                      ("--fan-in", s.fan_in, 1.0), ("--oversubscribed", s.oversubscribed, 1.0))
              if v not in (None, [], default)]
     if typed:

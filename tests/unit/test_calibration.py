@@ -47,6 +47,16 @@ def test_the_start_up_in_form_c_is_charged_past_the_slack_and_not_into_nics_of_t
     assert calibration.parameters(CAL, "ps", "bcube(2,3)", 4 * MB).incast == 0.013  # form A: every step, everywhere
 
 
+def test_a_typed_incast_start_up_is_charged_past_the_slack_when_asked():
+    """`--incast S --incast-past-slack`: form C by hand (without the two-port rule, which is the
+    calibration's); without the flag, every step."""
+    for flag in (False, True):
+        s = sweep.Sweep(topo=["fattree,k=4"], algo=["ps,ring"], incast=["ps=0.01"], incast_past_slack=flag)
+        reqs = {r.algo: r for r, _ in sweep.requests(s, {})}
+        assert reqs["ps"].incast == 0.01 and reqs["ps"].incast_past_slack == flag
+        assert reqs["ring"].incast == 0.0
+
+
 def test_an_unknown_calibration_is_refused_in_one_line():
     with pytest.raises(ValueError, match=r"'reno' is not one; give one of bbr, cubic"):
         calibration.load("reno")
@@ -90,7 +100,7 @@ def test_the_sweep_charges_each_request_its_calibrated_values():
 
 
 @pytest.mark.parametrize("typed", [{"round_latency": ["0.003"]}, {"incast": ["ps=0.01"]}, {"fan_in": ["0.7"]},
-                                   {"oversubscribed": 0.8}])
+                                   {"oversubscribed": 0.8}, {"incast_past_slack": True}])
 def test_a_calibration_with_the_values_it_sets_is_refused(typed):
     s = sweep.Sweep(topo=["fattree,k=4"], algo=["ps"], calibration="cubic", **typed)
     with pytest.raises(ValueError, match=r"--calibration cubic sets --\S+ itself; give either"):
