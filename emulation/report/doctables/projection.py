@@ -1375,7 +1375,25 @@ def _past_slack_check(rows, lat: float, every: dict, slack: dict, slack1: dict) 
         ""] + table(["file", "topology", "hosts' links Mbit/s", "measured s", "flow model + L x rounds s",
                      *(f"sim/meas, start-up {form}" for form, _ in forms)], tests) + [
         "", "What the same runs lost per flow into a NIC beyond the first where their NICs are their "
-        "busiest links (no slack), by topology and the hosts' link rate (both halves):", ""] + _lost_per_flow(runs, lat)
+        "busiest links (no slack), by topology and the hosts' link rate (both halves):", ""] + _lost_per_flow(runs, lat) + [
+        ""] + _below_threshold(rows, slack1)
+
+
+def _below_threshold(rows, inc: dict) -> list[str]:
+    """Why the start-up stays off under 2 MiB (`charged_incast`): every faithful PS run of today's
+    executor with a smaller gradient, simulated / measured as charged (L alone) and with form C's
+    start-up charged as well, both halves."""
+    from emulation.simulator import fanin
+    small = [r for r in rows if r["algorithm"] == "ps" and r["faithful"] is True and not r["superseded"]
+             and r["gradient_bytes"] < LATENCY_MIN_BYTES and r.get("extra_flows")]
+    cells = [[r["experiment"], r["topology"], str(r["workers"]), f"{r['gradient_bytes'] / MB:.2f}",
+              "fit" if r["fit"] else "held out", fmt(r["fan_in_ratio"], ".2f"),
+              fmt(common.ratio(r["fan_in_seconds"] + incast_charge(r, fanin.incast_startup(inc, r["link_mbps"])),
+                               r["measured_seconds"]), ".2f")] for r in small]
+    return ([f"PS under {LATENCY_MIN_BYTES / MB:g} MiB, where the start-up is not charged, and what charging form C's "
+             "there would give (both halves):", ""]
+            + table(["file", "topology", "P", "gradient MiB", "half", "sim/meas as charged (L alone)",
+                     "sim/meas with form C's start-up"], cells))
 
 
 def _lost_per_flow(runs, lat: float) -> list[str]:
