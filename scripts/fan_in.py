@@ -166,7 +166,7 @@ def _incast_now(v, lat: float) -> dict:
              "oversubscribed": bool(r["sim"].get("oversubscribed_links"))}
             for r in projection._validation(data, v.folders, v.cc) if r["faithful"] is True]
     # the validation's form (C): charged past the slack, none into NICs of two-port switches
-    return {a: {"seconds": x["seconds"], "bytes": x["bytes"], "past_slack": True, "one_switch_input_free": True}
+    return {a: {k: x[k] for k in ("seconds", "bytes", "past_slack", "one_switch_input_free")}
             for a, x in projection.incast_fit(rows, lat, v.incast, past_slack=True, one_input_free=True).items()}
 
 
@@ -189,8 +189,8 @@ def _fit_oversubscribed(halves, lat: float, e: float, by_algo: dict, v) -> dict:
     evaluations = []
 
     def charged(r: dict, c: float) -> float:  # past the sync's slack, as the validation (core.past_slack)
-        return max(0.0, c * (r.get("extra_flows_per_sync") or 0)
-                   - max(0.0, r["bound_seconds"] - r["bound_nonblocking_seconds"]))
+        return fanin.past_slack(c * (r.get("extra_flows_per_sync") or 0),
+                                r["bound_seconds"] - r["bound_nonblocking_seconds"])
 
     def evaluate(eo: float) -> list:
         recs = [core.project(dataclasses.replace(p, req=dataclasses.replace(

@@ -291,9 +291,10 @@ def past_slack(form: SimForm, incast: float, slack: float) -> tuple[SimForm, flo
     total = incast * sum(form.extra_flows)
     if total <= 0:
         return form, 0.0
-    keep = max(0.0, total - max(0.0, slack)) / total
+    charged = fanin.past_slack(total, slack)
+    keep = charged / total
     startup = [s - incast * x * (1.0 - keep) for s, x in zip(form.startup, form.extra_flows)]
-    return replace(form, startup=startup), total * keep
+    return replace(form, startup=startup), charged
 
 
 # Bytes per object, measured on this machine (peak RSS, see docs/PROJECTION.md): a host's

@@ -174,6 +174,14 @@ def converging(step) -> int:
     return max(into.values(), default=0)
 
 
+def past_slack(total: float, slack: float) -> float:
+    """Seconds of incast start-ups (`total`, a sync's extra flows x their start-up) charged only
+    past `slack`, the seconds its busiest link needs beyond its NICs' (a NIC's stalls behind a
+    busier link cost nothing until they outlast it): form C's charge, which `core.past_slack`,
+    the docs' validation and the e_o fit all take from here. Pure."""
+    return max(0.0, total - max(0.0, slack))
+
+
 def incast_startup(inc: dict | None, link_mbps: float) -> float:
     """Seconds one flow into a step's busiest NIC beyond the first costs under a fitted incast
     start-up `inc` ({"seconds": t, "bytes": b}; None or {} for none): t plus b bytes at the

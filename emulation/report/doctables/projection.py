@@ -10,7 +10,7 @@ from emulation.report.doctables.forest import FOREST
 from emulation.results.columns import NA, fmt, table
 from emulation.results.load import MB, num
 from emulation.simulator.calibration import bcube_n, incast_label, one_switch_input as _one_input
-from emulation.simulator.fanin import incast_startup
+from emulation.simulator.fanin import incast_startup, past_slack as charged_past_slack
 
 
 # experiments/dfs_resnet18_digits.yaml run again on 2026-11-28: four times with 40 iterations, then
@@ -1075,13 +1075,14 @@ def one_switch_input(r: dict) -> bool:
     return _one_input(r["topology"])
 
 
-def incast_charge(r: dict, per_flow: float) -> float:
-    """Seconds a row's sync is charged for its converging flows at `per_flow` seconds each in
-    the validation's form (C, since 2026-12-04; `core.past_slack` charges the same in a new
-    projection): only past its `incast_slack`, nothing where its NICs have one switch input."""
-    if one_switch_input(r):
+def incast_charge(r: dict, per_flow: float, one_input_free: bool = True) -> float:
+    """Seconds a row's sync is charged for its converging flows at `per_flow` seconds each only
+    past its `incast_slack` (`fanin.past_slack`, as `core.past_slack` charges a new projection)
+    and, with `one_input_free` (the validation's form C since 2026-12-04), nothing where its NICs
+    have one switch input; without it, form B."""
+    if one_input_free and one_switch_input(r):
         return 0.0
-    return max(0.0, per_flow * (r["extra_flows"] or 0) - incast_slack(r))
+    return charged_past_slack(per_flow * (r["extra_flows"] or 0), incast_slack(r))
 
 
 def incast_fit(rows, lat: float, algos: tuple, time_only: bool = False, past_slack: bool = False,
@@ -1095,9 +1096,10 @@ def incast_fit(rows, lat: float, algos: tuple, time_only: bool = False, past_sla
     + the start-up x extra flows against measured. With `time_only`, b = 0 (the form until
     2026-12-03, for the comparison of the two in the PS scan table: `projection_ps_incast_scan`).
     With `past_slack`, the start-up charged only past the row's `incast_slack`
-    (`fit_incast_past_slack`; the form tried on 2026-12-03 and not charged: that table); with
-    `one_input_free` too, rows whose NICs have one switch input (`one_switch_input`) are charged
-    nothing and so not fitted on."""
+    (`fit_incast_past_slack`: form B of the PS scan's table); with `one_input_free` too, rows whose
+    NICs have one switch input (`one_switch_input`) are charged nothing and so not fitted on (form
+    C, the validation's since 2026-12-04). Each record says its form ("past_slack",
+    "one_switch_input_free")."""
     out = {}
     for algo in algos:
         mine = [r for r in rows if r["algorithm"] == algo and r["fit"] and not r["superseded"]
@@ -1113,7 +1115,8 @@ def incast_fit(rows, lat: float, algos: tuple, time_only: bool = False, past_sla
             t, b = fit_incast_past_slack([(*p, incast_slack(r)) for p, r in zip(pts, mine)])
         else:
             t, b = fit_incast(pts)
-        out[algo] = {"seconds": t, "bytes": b, "runs": len(pts), "max_workers": max(r["workers"] for r in mine),
+        out[algo] = {"seconds": t, "bytes": b, "past_slack": past_slack, "one_switch_input_free": one_input_free,
+                     "runs": len(pts), "max_workers": max(r["workers"] for r in mine),
                      "rates_mbps": sorted({r["link_mbps"] for r in mine}),
                      "experiments": sorted({r["experiment"] for r in mine})}
     return out
@@ -1166,8 +1169,7 @@ def _fan_in_rows(data: dict, fan: FanIn = BBR_FAN_IN) -> tuple[dict, float, list
                 unfaithful.append(row)
     own = own_latency(out, lat)
     # the validation's form (C): charged past the slack, none into NICs of two-port switches
-    inc = {a: {**x, "past_slack": True, "one_switch_input_free": True}
-           for a, x in incast_fit(out, lat, fan.incast, past_slack=True, one_input_free=True).items()}
+    inc = incast_fit(out, lat, fan.incast, past_slack=True, one_input_free=True)
     over = fit.get("oversubscribed") or {}
     if over.get("fitted") and "incast" not in over:
         raise ValueError(f"{fan.fit_rel} fitted e_o with an incast start-up in seconds alone; the start-up now has a "
@@ -1317,19 +1319,15 @@ FORMS_TEST = ("tcp-cc/ps-k6-p16-bw2.5-cubic", "tcp-cc/ps-bcube23-5mbit-cubic", "
 
 def _every_step_ratio(r: dict, model: float, inc: dict) -> float:
     """Simulated / measured of a row with `inc` charged on every step (form A)."""
-    from emulation.simulator import fanin
-    return common.ratio(model + (r["extra_flows"] or 0) * fanin.incast_startup(inc, r["link_mbps"]),
+    return common.ratio(model + (r["extra_flows"] or 0) * incast_startup(inc, r["link_mbps"]),
                         r["measured_seconds"])
 
 
 def _past_slack_ratio(r: dict, model: float, inc: dict, one_input_free: bool = False) -> float:
     """Simulated / measured of a row with `inc` charged only past its `incast_slack` (and, with
     `one_input_free`, nothing where its NICs have one switch input: `one_switch_input`)."""
-    from emulation.simulator import fanin
-    if one_input_free and one_switch_input(r):
-        return common.ratio(model, r["measured_seconds"])
-    charge = max(0.0, (r["extra_flows"] or 0) * fanin.incast_startup(inc, r["link_mbps"]) - incast_slack(r))
-    return common.ratio(model + charge, r["measured_seconds"])
+    return common.ratio(model + incast_charge(r, incast_startup(inc, r["link_mbps"]), one_input_free),
+                        r["measured_seconds"])
 
 
 def _past_slack_check(rows, lat: float, every: dict, slack: dict, slack1: dict) -> list[str]:
@@ -1383,12 +1381,11 @@ def _below_threshold(rows, inc: dict) -> list[str]:
     """Why the start-up stays off under 2 MiB (`charged_incast`): every faithful PS run of today's
     executor with a smaller gradient, simulated / measured as charged (L alone) and with form C's
     start-up charged as well, both halves."""
-    from emulation.simulator import fanin
     small = [r for r in rows if r["algorithm"] == "ps" and r["faithful"] is True and not r["superseded"]
              and r["gradient_bytes"] < LATENCY_MIN_BYTES and r.get("extra_flows")]
     cells = [[r["experiment"], r["topology"], str(r["workers"]), f"{r['gradient_bytes'] / MB:.2f}",
               "fit" if r["fit"] else "held out", fmt(r["fan_in_ratio"], ".2f"),
-              fmt(common.ratio(r["fan_in_seconds"] + incast_charge(r, fanin.incast_startup(inc, r["link_mbps"])),
+              fmt(common.ratio(r["fan_in_seconds"] + incast_charge(r, incast_startup(inc, r["link_mbps"])),
                                r["measured_seconds"]), ".2f")] for r in small]
     return ([f"PS under {LATENCY_MIN_BYTES / MB:g} MiB, where the start-up is not charged, and what charging form C's "
              "there would give (both halves):", ""]
