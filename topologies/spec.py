@@ -1,6 +1,8 @@
 """Topology specs ("bcube,n=4,k=2", "fattree,k=4") -> `Topology`, with one-line errors."""
 from __future__ import annotations
 
+import re
+
 from . import bcube, fattree
 from common.specs import parse_spec
 
@@ -42,6 +44,21 @@ def parse(spec: str) -> tuple[str, dict]:
         except ValueError:
             raise ValueError(f"parameter {key} of {kind} must be an integer, got {val!r}") from None
     return kind, params
+
+
+def spec_of_name(name: str) -> str:
+    """A topology's name as results record it, "bcube(4,2)" or "fattree(4)", as a spec
+    ("bcube,n=4,k=2", "fattree,k=4": its builder's parameters in order); a spec is returned as
+    it is. One line (ValueError) for anything else."""
+    m = re.fullmatch(r"\s*([a-z-]+)\(([\d,\s]*)\)\s*", str(name))
+    if not m:
+        parse(name)  # a spec, or its one-line error
+        return str(name)
+    kind, values = m.group(1).replace("-", ""), [v.strip() for v in m.group(2).split(",") if v.strip()]
+    if kind not in BUILDERS or len(values) != len(BUILDERS[kind][1]):
+        forms = ", ".join(f"{k}({','.join(params)})" for k, (_, params) in BUILDERS.items())
+        raise ValueError(f"topology name {name!r} is not one of {forms}")
+    return ",".join([kind] + [f"{k}={v}" for k, v in zip(BUILDERS[kind][1], values)])
 
 
 ECMP_METHODS = ("hash", "two-level")

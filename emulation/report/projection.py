@@ -149,6 +149,10 @@ def render(summary: dict, plots: list[Path]) -> str:
                         + (", charged only past the sync's slack (its busiest link's seconds beyond its NICs')"
                            if any(r.get("incast_charged") == "past the slack" for r in runs) else "")
                         + (" (--calibration)" if summary.get("calibration") else " (--incast)"))
+        spared = sorted({r.get("topology") for r in runs if str(r.get("incast_charged", "")).startswith("none")})
+        if spared:
+            latency += (f"; no incast start-up on {', '.join(spared)}: its workers' NICs hang off switches of two "
+                        "ports, so their flows converge upstream, not at the NIC's port (the calibration's form C)")
         lines += [f"Network model: {nm.get('name')}, bandwidth factor {nm.get('bandwidth_factor')} "
                   f"(TCP payload per frame at MTU {nm.get('mtu')}), {latency}; layer-wise algorithms pay "
                   "their plan's all-reduce start-up a per group and start each group when backprop has "

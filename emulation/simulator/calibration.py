@@ -7,7 +7,8 @@ converging flow (PS) and an efficiency e_o of oversubscribed switch links (every
 on topologies that have such links). Each is charged only where it was fitted: BML's own L at 2 MiB or more
 on BCube(n,k) with n >= 3, PS's incast start-up at 2 MiB or more (in the CUBIC file only past
 the sync's slack, the seconds its busiest link needs beyond its NICs', and not where the NICs hang
-off switches of two ports: `core.past_slack`, `one_switch_input`); e_o on the oversubscribed
+off switches of two ports: `core.past_slack`, and `fanin.one_switch_input` on the topology's
+graph, which `core.incast_of` reads); e_o on the oversubscribed
 links whose flows meet a second one as loaded (`fanin.in_series`), on any topology, though it
 was fitted on Fat-Trees k=4 and 6 only (docs/PROJECTION.md, "What is left"). Typing them as `--round-latency`, `--fan-in`,
 `--incast` and `--oversubscribed` loses those conditions; a calibration keeps them.
@@ -21,6 +22,7 @@ validated run what the validation charged it. `parameters` is pure: (algorithm, 
 gradient bytes) -> what that projection is charged."""
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -40,6 +42,8 @@ class Charges:
     oversubscribed: float = 1.0
     incast_bytes: float = 0.0  # added to incast at the hosts' link rate (core.incast_of)
     incast_past_slack: bool = False  # charged only past the sync's slack (core.past_slack), else every step
+    # none where the hosts' NICs hang off switches of two ports (fanin.one_switch_input, read by core.incast_of)
+    incast_one_input_free: bool = False
 
 
 def bcube_n(topology: str) -> int | None:
@@ -48,30 +52,37 @@ def bcube_n(topology: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+@functools.lru_cache(maxsize=32)
 def one_switch_input(topology: str) -> bool:
-    """Whether the NICs of `topology` hang off switches of two ports (BCube with n = 2), so that
-    everything a NIC receives comes through one switch input at the NIC's own rate and no queue
-    forms at its port: its flows converge earlier, at the servers that relay them (our reading:
-    such NICs lost less per converging flow, not nothing; docs/PROJECTION.md, "The PS scan")."""
-    return bcube_n(topology) == 2
+    """Whether the NICs of `topology` (a name, "bcube(2,4)", or a spec, "bcube,n=2,k=4") hang
+    off switches of two ports (`fanin.one_switch_input` on the topology built from it), what
+    the validation's rows and the e_o fit read by name; a projection reads its built
+    topology (`core.incast_of`)."""
+    from emulation.simulator import fanin
+    from topologies import spec
+
+    topo = spec.build(spec.spec_of_name(topology))
+    return fanin.one_switch_input(topo, topo.hosts())
 
 
 def parameters(cal: dict, algorithm: str, topology: str, gradient_bytes: int) -> Charges:
     """What a projection of `algorithm` on `topology` (a name, "bcube(4,2)", or a spec,
     "bcube,n=4,k=2") with a gradient of `gradient_bytes` is charged under calibration `cal`
     (a loaded file): L, or the algorithm's own L where its conditions hold; the algorithm's
-    own e, else every algorithm's; its incast start-up where its conditions hold (a time and
-    bytes at the hosts' link rate, which the projection adds: `core.incast_of`), else 0."""
+    own e, else every algorithm's; its incast start-up where its size condition holds (a time and
+    bytes at the hosts' link rate, which the projection adds: `core.incast_of`), else 0, with
+    its form's flags: past the slack, and none into NICs of two-port switches, which
+    `core.incast_of` reads from the built topology (`fanin.one_switch_input`), not from here."""
     lat = cal["round_latency_seconds"]
     own = cal["round_latency_by_algorithm"].get(algorithm)
     if own and gradient_bytes >= own["min_gradient_bytes"] and (bcube_n(topology) or 0) >= own["min_bcube_n"]:
         lat = own["seconds"]
     inc = cal["incast_by_algorithm"].get(algorithm)
-    charged = (bool(inc) and gradient_bytes >= inc["min_gradient_bytes"]
-               and not (inc.get("one_switch_input_free") and one_switch_input(topology)))
+    charged = bool(inc) and gradient_bytes >= inc["min_gradient_bytes"]
     return Charges(lat, cal["fan_in_by_algorithm"].get(algorithm, cal["fan_in_efficiency"]),
                    inc["seconds"] if charged else 0.0, cal.get("oversubscribed_efficiency", 1.0),
-                   inc.get("bytes", 0.0) if charged else 0.0, charged and bool(inc.get("past_slack")))
+                   inc.get("bytes", 0.0) if charged else 0.0, charged and bool(inc.get("past_slack")),
+                   charged and bool(inc.get("one_switch_input_free")))
 
 
 def path(name: str) -> Path:

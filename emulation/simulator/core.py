@@ -699,6 +699,8 @@ class Request:
     incast_bytes: float = 0.0
     # charge it only past the sync's slack (`past_slack`: a calibration's form C); False: on every step
     incast_past_slack: bool = False
+    # none where the hosts' NICs hang off switches of two ports (fanin.one_switch_input: a calibration's form C)
+    incast_one_input_free: bool = False
     fan_in: float = 1.0  # NetworkModel.fan_in: efficiency of n flows into one NIC (fanin.py); 1: off
     oversubscribed: float = 1.0  # NetworkModel.oversubscribed: the same on an oversubscribed link; 1: off
     reduce: str = "auto"  # REDUCE_MODES: one SimGrid communication per class of interchangeable flows
@@ -723,7 +725,11 @@ def hosts_link_mbps(topo: Topology, hosts) -> list[float]:
 def incast_of(req: Request, topo: Topology, hosts) -> float:
     """Seconds per flow into a step's busiest NIC beyond the first (`simulated_form`'s incast):
     req.incast plus req.incast_bytes at the slowest of the hosts' NIC link rates
-    (`fanin.incast_startup`), the rate the validation charges a measured run at."""
+    (`fanin.incast_startup`), the rate the validation charges a measured run at; none with
+    req.incast_one_input_free where the hosts' NICs hang off switches of two ports
+    (`fanin.one_switch_input`, read from `topo`'s graph)."""
+    if req.incast_one_input_free and req.incast and fanin.one_switch_input(topo, hosts):
+        return 0.0
     if not req.incast_bytes:
         return req.incast
     return fanin.incast_startup({"seconds": req.incast, "bytes": req.incast_bytes}, hosts_link_mbps(topo, hosts)[0])
@@ -1114,7 +1120,7 @@ def _incast_charged(p: Prepared, form: SimForm, slack: float) -> tuple[SimForm, 
 def _incast_record(p: Prepared, charged_per_sync: float) -> dict:
     """The run record's incast facts: how the start-up was charged and its seconds per sync."""
     if not incast_of(p.req, p.topo, p.hosts):
-        return {}
+        return {"incast_charged": "none: the NICs' switches have two ports"} if p.req.incast else {}
     return {"incast_charged": "past the slack" if p.req.incast_past_slack else "every step",
             "incast_charged_seconds_per_sync": charged_per_sync}
 

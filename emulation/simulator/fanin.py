@@ -182,6 +182,20 @@ def past_slack(total: float, slack: float) -> float:
     return max(0.0, total - max(0.0, slack))
 
 
+def one_switch_input(topo, hosts) -> bool:
+    """Whether every NIC of `hosts` on `topo` (a `topologies.description.Topology`) hangs off a
+    switch of two ports, its own and one other: whatever that NIC receives then enters the
+    switch through one input at no more than its own link's rate, so no queue forms at the
+    NIC's port and flows that converge on it did so earlier, at a switch or server upstream
+    (BCube(2,k), Fat-Tree k=2; not BCube with n >= 3 or Fat-Trees of k >= 4, whose edge
+    switches have more ports). Read from the topology's graph, not its name: the rule of
+    form C's incast start-up (`core.incast_of`), fitted where it holds on BCube(2,3) and (2,4)
+    (docs/PROJECTION.md, "The PS scan"). Pure."""
+    g = topo.graph()
+    switches = {topo.peer(nic.name).node for h in hosts for nic in topo.host_nics(h)}
+    return bool(switches) and all(g.degree(sw) == 2 for sw in switches)
+
+
 def incast_startup(inc: dict | None, link_mbps: float) -> float:
     """Seconds one flow into a step's busiest NIC beyond the first costs under a fitted incast
     start-up `inc` ({"seconds": t, "bytes": b}; None or {} for none): t plus b bytes at the

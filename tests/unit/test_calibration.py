@@ -37,14 +37,47 @@ def test_parameters_charge_each_value_where_it_was_fitted(algo, topo, size, want
 def test_the_start_up_in_form_c_is_charged_past_the_slack_and_not_into_nics_of_two_port_switches():
     c_form = {**CAL, "incast_by_algorithm": {"ps": {**CAL["incast_by_algorithm"]["ps"], "past_slack": True,
                                                     "one_switch_input_free": True}}}
-    c = calibration.parameters(c_form, "ps", "fattree(4)", 4 * MB)
-    assert (c.incast, c.incast_bytes, c.incast_past_slack) == (0.013, 12_500, True)
-    for topo in ("bcube(2,3)", "bcube,n=2,k=4"):
+    for topo in ("fattree(4)", "bcube(3,2)", "bcube(2,3)", "bcube,n=2,k=4"):
         c = calibration.parameters(c_form, "ps", topo, 4 * MB)
-        assert (c.incast, c.incast_bytes, c.incast_past_slack) == (0.0, 0.0, False)
-    c = calibration.parameters(c_form, "ps", "bcube(3,2)", 4 * MB)
-    assert c.incast == 0.013 and c.incast_past_slack
-    assert calibration.parameters(CAL, "ps", "bcube(2,3)", 4 * MB).incast == 0.013  # form A: every step, everywhere
+        assert (c.incast, c.incast_bytes, c.incast_past_slack, c.incast_one_input_free) == (0.013, 12_500, True, True)
+    # the projection reads the rule from the built topology's graph (core.incast_of), the docs by name
+    assert [calibration.one_switch_input(t) for t in ("bcube(2,3)", "bcube,n=2,k=4", "fattree(2)")] == [True] * 3
+    assert [calibration.one_switch_input(t) for t in ("bcube(3,2)", "bcube(4,2)", "fattree(4)", "fattree,k=6")] == [False] * 4
+    a = calibration.parameters(CAL, "ps", "bcube(2,3)", 4 * MB)  # form A: every step, everywhere
+    assert a.incast == 0.013 and not a.incast_one_input_free and not a.incast_past_slack
+
+
+def test_the_two_port_rule_reads_the_switches_in_front_of_the_workers_nics():
+    """`fanin.one_switch_input` reads the degree of the switch each NIC of the given hosts hangs
+    off, not the topology's name: every NIC of BCube(2,k) and of Fat-Tree k=2 (one host per edge
+    switch, one uplink) has a switch of two ports; BCube(3,2)'s and Fat-Tree k=4's have more."""
+    from topologies.spec import build
+
+    for spec, want in (("bcube,n=2,k=3", True), ("fattree,k=2", True), ("bcube,n=3,k=2", False),
+                       ("fattree,k=4", False)):
+        topo = build(spec)
+        assert fanin.one_switch_input(topo, topo.hosts()) is want, spec
+        assert fanin.one_switch_input(topo, topo.hosts()[:1]) is want, spec
+    topo = build("bcube,n=2,k=3")
+    assert fanin.one_switch_input(topo, []) is False  # no NIC: nothing to spare
+
+
+def test_the_projection_spares_two_port_nics_the_start_up_and_says_so():
+    """With the CUBIC calibration (form C), PS on BCube(2,3) is charged no incast start-up and
+    its record says why; on BCube(3,2) it is charged (the requests carry the same values)."""
+    from emulation.simulator import core
+
+    reqs = {}
+    for topo in ("bcube,n=2,k=3", "bcube,n=3,k=2"):
+        s = sweep.Sweep(topo=[topo], algo=["ps"], mb=4.0, calibration="cubic")
+        (req, _), = sweep.requests(s, {})
+        assert req.incast > 0 and req.incast_one_input_free and req.incast_past_slack
+        reqs[topo] = req
+    from topologies.spec import build
+
+    two, three = build("bcube,n=2,k=3"), build("bcube,n=3,k=2")
+    assert core.incast_of(reqs["bcube,n=2,k=3"], two, two.hosts()) == 0.0
+    assert core.incast_of(reqs["bcube,n=3,k=2"], three, three.hosts()) > reqs["bcube,n=3,k=2"].incast
 
 
 def test_a_typed_incast_start_up_is_charged_past_the_slack_when_asked():
@@ -71,7 +104,8 @@ def test_the_shipped_file_is_what_the_results_give_and_charges_each_run_as_the_v
     assert rows
     for r in rows:
         c = calibration.parameters(want, r["algorithm"], r["topology"], r["gradient_bytes"])
-        incast = fanin.incast_startup({"seconds": c.incast, "bytes": c.incast_bytes}, r["link_mbps"])
+        incast = 0.0 if c.incast_one_input_free and calibration.one_switch_input(r["topology"]) else \
+            fanin.incast_startup({"seconds": c.incast, "bytes": c.incast_bytes}, r["link_mbps"])
         assert (c.round_latency, c.fan_in, incast) == (r["fan_in_l"], r["fan_in_e"], r["fan_in_incast"]), r["experiment"]
         # where it charges a start-up, it does so as the validation: past the slack (form C)
         assert c.incast_past_slack == (bool(c.incast) and fan.cc == "cubic"), r["experiment"]
@@ -135,6 +169,13 @@ def test_syncbed_project_with_a_calibration_charges_it_and_says_so(tmp_path):
     assert got["calibration"] == cal
     assert "Charged by `--calibration`, each where it was fitted: calibration cubic" in \
         (tmp_path / "cal" / "report.md").read_text()
+    # BCube(2,3): its NICs hang off switches of two ports, so no start-up, and the record says so
+    assert cli.main(["project", "--topo", "bcube,n=2,k=3", "--algo", "ps", "--mb", "4", "--bw", "20",
+                     "--calibration", "cubic", "--out", str(tmp_path / "two")]) == 0
+    two = json.loads((tmp_path / "two" / "summary.json").read_text())["runs"][0]
+    assert two["incast_charged"] == "none: the NICs' switches have two ports" and two["incast_seconds"] == 0.0
+    assert "no incast start-up on bcube(2,3): its workers' NICs hang off switches of two ports" in \
+        (tmp_path / "two" / "report.md").read_text()
 
 
 def test_the_report_says_when_ps_converges_more_flows_than_the_incast_start_up_was_fitted_on():

@@ -490,3 +490,14 @@ def test_per_link_bandwidth_overrides_classes_hosts_and_interfaces():
     assert t.link_of("e1_0-eth3").bw == 7.0
     with pytest.raises(ValueError, match=r"link_bw key 'nope' is not a link class, host or interface of fattree\(4\); classes: agg-core, edge-agg, host"):
         t.set_bandwidth({"nope": 1})
+
+
+def test_a_topology_name_as_results_record_it_is_a_spec():
+    from topologies.spec import spec_of_name
+
+    assert spec_of_name("bcube(4,2)") == "bcube,n=4,k=2" and spec_of_name("fattree(6)") == "fattree,k=6"
+    assert spec_of_name("bcube,n=2,k=3") == "bcube,n=2,k=3"  # a spec stays one
+    with pytest.raises(ValueError, match=r"^topology name 'torus\(3\)' is not one of bcube\(n,k\), fattree\(k\)$"):
+        spec_of_name("torus(3)")
+    with pytest.raises(ValueError, match=r"^topology name 'bcube\(4\)' is not one of"):
+        spec_of_name("bcube(4)")
