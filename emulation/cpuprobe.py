@@ -75,7 +75,9 @@ def measure() -> dict:
 
 # the vector extensions torch's and oneDNN's kernels dispatch on (a change here can change results)
 SIMD_PREFIXES = ("sse4", "avx", "fma", "amx")
-PACKAGES = ("torch", "numpy")
+# and the libraries whose answers a run's numbers rest on: torch computes, the planners pack
+# and merge with scipy (HiGHS) and networkx (requirements.txt pins them)
+PACKAGES = ("torch", "numpy", "scipy", "networkx")
 
 
 def cpu_info(text: str) -> dict:

@@ -134,7 +134,8 @@ def describe_machine(m: dict) -> str:
                      if x)
     return (f"{model or 'CPU unknown'}, {m.get('cores')} cores, kernel {m.get('kernel')}; "
             f"torch {versions.get('torch')} dispatching {m.get('torch_cpu_capability')}, numpy {versions.get('numpy')}, "
-            f"Python {versions.get('python')}")
+            + "".join(f"{name} {versions[name]}, " for name in ("scipy", "networkx") if versions.get(name))
+            + f"Python {versions.get('python')}")
 
 
 def md_fidelity(runs: list[RunData]) -> list[str]:

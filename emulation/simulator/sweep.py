@@ -248,7 +248,8 @@ PLAN_BOOKKEEPING = ("link", "startup_charge_s", "planner_seconds")  # a plan's n
 def executed(run, m: dict, folder) -> None:
     """Simulate the plan the measured run executed (its job.json, what its workers ran), not a
     plan made again today: a planner's answer can move with the libraries under it (the forest's
-    LP packed other trees for some runs in another virtualenv, same code) and with its own fixes, and the projection of a measured run stands for that run. `run.plan_source` says
+    planner packed other trees for some runs on a CPU whose np.exp differed by an ulp, before
+    `forest._exp`; docs/forest.md) and with its own fixes, and the projection of a measured run stands for that run. `run.plan_source` says
     which, and where today's plan differs beyond `PLAN_BOOKKEEPING`'s notes, the keys it differs in.
     A folder without job.json (none kept) keeps today's plan."""
     run.plan_source, run.replanned_differs = "planned again (no job.json)", []

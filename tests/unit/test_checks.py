@@ -247,6 +247,7 @@ def test_the_runs_machine_reaches_its_summary_and_report(tmp_path):
     assert analysis.analyze_run(rdir)["machine"] == record
     line = markdown.describe_machine(record)
     assert record["versions"]["torch"] in line and str(record["cores"]) in line
+    assert f"scipy {record['versions']['scipy']}" in line and f"networkx {record['versions']['networkx']}" in line
 
 
 def test_cpu_info_reads_the_first_processor_and_its_vector_extensions():

@@ -7,6 +7,7 @@ import json
 import math
 import random
 import time
+from pathlib import Path
 
 import networkx as nx
 import numpy as np
@@ -519,3 +520,88 @@ def test_capacity_option_is_checked_in_one_line():
     with pytest.raises(ValueError, match=r"^forest: option capacity='probed' is invalid \(must be available or "
                                          r"configured\); valid: capacity available"):
         plan(topo, BG_WORKERS, spec="forest,capacity=probed")
+
+
+# ---- pinned libraries (requirements.txt): the packing they give -------------------------------
+PINNED = Path(__file__).resolve().parents[2]  # the repository
+PINNED_PLAN = PINNED / "tests" / "unit" / "forest_pinned_plan.json"
+PLANNER_LIBRARIES = ("networkx", "numpy", "scipy")
+
+
+def pinned_case_plan() -> dict:
+    """Forest scenario 5's packing (BCube(4,2), 16 servers, level 1 at 5 Mbit/s, level 0 at 20,
+    2 MiB): the trees and rates, and the library versions that packed them."""
+    from importlib import metadata
+
+    topo = build("bcube,n=4,k=2")
+    topo.set_bandwidth({"level1": 5.0})
+    _, p = plan(topo, topo.hosts(), elements=2**19)
+    return {"case": "bcube,n=4,k=2 level1=5 Mbit/s (level 0 20), 16 servers, 2**19 elements",
+            "versions": {name: metadata.version(name) for name in PLANNER_LIBRARIES},
+            "rate": round(p["rate"], 3), "method": p["method"], "max_height": p["max_height"],
+            "trees": [{k: t[k] for k in ("root", "parent", "nic_up", "nic_down", "range", "chunk")}
+                      for t in p["trees"]]}
+
+
+def test_the_planner_libraries_are_the_pinned_versions():
+    """requirements.txt pins the libraries the planners' answers rest on; a virtualenv that has
+    other releases plans other forests (tests below), so say which differ."""
+    from importlib import metadata
+
+    pins = dict(line.split("#")[0].strip().split("==") for line in (PINNED / "requirements.txt").read_text().splitlines()
+                if line.split("#")[0].strip().split("==")[0] in PLANNER_LIBRARIES)
+    assert set(pins) == set(PLANNER_LIBRARIES), "requirements.txt must pin networkx, numpy and scipy with =="
+    installed = {name: metadata.version(name) for name in PLANNER_LIBRARIES}
+    assert installed == pins, f"installed {installed}, requirements.txt pins {pins}: run make setup"
+
+
+def test_the_pinned_libraries_pack_the_stored_forest():
+    """The packing of scenario 5 equals the one stored in forest_pinned_plan.json, made with the
+    pinned versions (`.venv/bin/python -m tests.unit.test_forest` writes it again after a pin
+    moves, and the commit says why): scipy older than the pin answers the column generation's LP
+    otherwise (docs/forest.md, "The same plan on every machine")."""
+    stored = json.loads(PINNED_PLAN.read_text())
+    today = pinned_case_plan()
+    assert today["versions"] == stored["versions"], "the stored packing was made with other versions"
+    assert math.isclose(today["rate"], stored["rate"], rel_tol=1e-9)
+    assert today == stored
+
+
+def test_the_packing_does_not_move_with_the_cpus_exp(monkeypatch):
+    """numpy's np.exp differs by one ulp between CPUs (SVML on AVX-512, glibc elsewhere), which
+    moved the bounded trees' near-tied choices; the planner's own `_exp` uses IEEE adds and
+    multiplies only. np.exp off by one ulp on ~5% of its values, as between those CPUs, must not
+    move the stored packing, and `_exp` must give the bits a scalar evaluation of the same
+    operations gives (no vector path of its own) within 1 ulp of exp."""
+    rng = np.random.default_rng(1)
+    exact = np.exp
+
+    def off_by_an_ulp(a, *args, **kwargs):
+        out = np.asarray(exact(a, *args, **kwargs), dtype=np.float64)
+        step = rng.choice([-1, 0, 1], size=out.shape, p=[0.025, 0.95, 0.025])
+        return (out.view(np.int64) + step).view(np.float64)
+
+    monkeypatch.setattr(np, "exp", off_by_an_ulp)
+    assert pinned_case_plan() == json.loads(PINNED_PLAN.read_text())
+    monkeypatch.undo()
+    x = np.concatenate([np.linspace(-30.0, 40.0, 7001), rng.uniform(0.0, 20.0, 2000)])
+    got = forest._exp(x)
+
+    def scalar(v: float) -> float:
+        k = float(round(v * forest._INV_LN2))  # round half to even, as np.rint
+        r = (v - k * forest._LN2_HI) - k * forest._LN2_LO
+        p = forest._TAYLOR[-1]
+        for c in reversed(forest._TAYLOR[:-1]):
+            p = p * r + c
+        return math.ldexp(p, int(k))
+
+    assert got.tolist() == [scalar(v) for v in x.tolist()]
+    assert np.all(np.abs(got / exact(x) - 1) <= 2.3e-16)
+
+
+if __name__ == "__main__":
+    case = pinned_case_plan()
+    head = json.dumps({k: v for k, v in case.items() if k != "trees"}, indent=1)[:-2]
+    PINNED_PLAN.write_text(head + ',\n "trees": [\n' + ",\n".join("  " + json.dumps(t) for t in case["trees"]) + "\n ]\n}\n")
+    assert json.loads(PINNED_PLAN.read_text()) == case
+    print(f"wrote {PINNED_PLAN}")

@@ -319,15 +319,37 @@ def _column_generation(cols: _Columns, iterations: int):
     return keys, loads, value, max(upper, value), rounds, converged
 
 
+# exp from IEEE-754 adds, multiplies, rint and ldexp alone (Cody-Waite reduction by ln 2, then a
+# degree-13 Taylor polynomial on |r| <= ln2 / 2, relative error below 1e-15): the same bits on
+# every CPU. numpy's np.exp is Intel's SVML routine on CPUs with AVX-512 and glibc's elsewhere,
+# one ulp apart on about 5% of inputs, which moved near-tied choices of `_grown` and so the trees
+# (the BCube forest runs of 2026-12-02, planned on AVX-512 hosts, packed other trees than the same
+# code and libraries on a host without it; docs/forest.md, "The same plan on every machine").
+_LN2_HI, _LN2_LO = 6.93147180369123816490e-01, 1.90821492927058770002e-10  # fdlibm's split of ln 2
+_INV_LN2 = 1.44269504088896338700e+00
+_TAYLOR = tuple(1.0 / math.factorial(i) for i in range(14))
+
+
+def _exp(x: np.ndarray) -> np.ndarray:
+    """e**x elementwise, CPU-independent (see above); x of moderate size (congestion costs)."""
+    x = np.asarray(x, dtype=np.float64)
+    k = np.rint(x * _INV_LN2)
+    r = (x - k * _LN2_HI) - k * _LN2_LO
+    p = np.full_like(r, _TAYLOR[-1])
+    for c in reversed(_TAYLOR[:-1]):
+        p = p * r + c
+    return np.ldexp(p, np.clip(k, -1074, 1024).astype(np.int64))
+
+
 def _grown(cols: _Columns, base: np.ndarray, x: float, height: int, bias: tuple) -> tuple[list, np.ndarray]:
     """Step 4: one tree of height <= `height`, grown from a root like Prim's algorithm, each
     step attaching the outside worker whose two routes (to and from the tree node it joins)
-    add the least congestion cost: sum over their links of exp(ALPHA * utilization) after
+    add the least congestion cost: sum over their links of exp(ALPHA * utilization) (`_exp`) after
     minus before, with `base` the other trees' load (bytes/s), `x` this tree's rate, and the
     tree's own edges counted as they are added (which spreads its degrees). The cost is
     scaled by (1 + a depth) (1 + b degree) of the tree node joined, (a, b) = `bias`."""
     n, m = cols.ov.size, cols.ov.nics
-    cost = (cols.R @ np.exp(ALPHA * base / cols.cap)).reshape(m, n, n).min(axis=0)
+    cost = (cols.R @ _exp(ALPHA * base / cols.cap)).reshape(m, n, n).min(axis=0)
     np.fill_diagonal(cost, 0.0)
     root = int(np.argmin(cost.sum(axis=0) + cost.sum(axis=1)))  # the least congested worker
     depth = np.full(n, -1)
@@ -336,7 +358,7 @@ def _grown(cols: _Columns, base: np.ndarray, x: float, height: int, bias: tuple)
     edges, nic_of = [], np.zeros((n, n), dtype=int)
     for _ in range(n - 1):
         before, after = (base + own) / cols.cap, (base + own + x) / cols.cap
-        marginal = np.exp(ALPHA * after) - np.exp(ALPHA * before)
+        marginal = _exp(ALPHA * after) - _exp(ALPHA * before)
         w, nic = cols.weights(marginal)
         inside = depth >= 0
         w = w * ((1 + bias[0] * np.maximum(depth, 0)) * (1 + bias[1] * degree))[:, None]
