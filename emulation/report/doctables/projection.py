@@ -193,7 +193,10 @@ CUBIC_FOLDERS = ("tcp-cc/hd-cubic", "tcp-cc/default-cubic", "tcp-cc/bml-bcube32-
                  # 2026-12-04 00:35-00:45, pre-registered in commit 3238cf34's message, held out by
                  # their names: PS and ring at 8 MiB on k=6 at 10 Mbit/s, P = 16 and 24 (is the start-up
                  # a cost per flow at four times the gradient, and does form C hold there?)
-                 *(f"tcp-cc/{f}" for f in ("ps-k6-p16-8mib-cubic", "ps-k6-p24-8mib-bw10-cubic")))
+                 *(f"tcp-cc/{f}" for f in ("ps-k6-p16-8mib-cubic", "ps-k6-p24-8mib-bw10-cubic")),
+                 # 2026-12-04 04:35-04:42, pre-registered (commit message before it ran): forest scenario 5
+                 # again with the CPU-independent forest planner (forest._exp), every algorithm, held out
+                 "tcp-cc/forest-s5-bcube-slow-level-r2-cubic")
 
 
 def host_tcp(run: dict) -> str:
