@@ -196,7 +196,11 @@ CUBIC_FOLDERS = ("tcp-cc/hd-cubic", "tcp-cc/default-cubic", "tcp-cc/bml-bcube32-
                  *(f"tcp-cc/{f}" for f in ("ps-k6-p16-8mib-cubic", "ps-k6-p24-8mib-bw10-cubic")),
                  # 2026-12-04 04:35-04:42, pre-registered (commit message before it ran): forest scenario 5
                  # again with the CPU-independent forest planner (forest._exp), every algorithm, held out
-                 "tcp-cc/forest-s5-bcube-slow-level-r2-cubic")
+                 "tcp-cc/forest-s5-bcube-slow-level-r2-cubic",
+                 # 04:46-04:48, pre-registered: PS and ring at P = 9 under 2 MiB (0.25, 0.5, 1 MiB), what
+                 # PS loses per converging flow there; held out by the names they were kept under (every
+                 # PS run not faithful: ovs-vswitchd near a core)
+                 *(f"tcp-cc/ps-small-p9-mb{mb}-cubic" for mb in ("0-25", "0-5", "1")))
 
 
 def host_tcp(run: dict) -> str:
@@ -1168,8 +1172,8 @@ def _fan_in_rows(data: dict, fan: FanIn = BBR_FAN_IN) -> tuple[dict, float, list
                                 sim.get("oversubscribed_links"))}
             if v["faithful"] is True:
                 out.append(row)
-            elif row["oversubscribed"]:  # shown, marked, beside the faithful ones (_oversubscribed_runs)
-                unfaithful.append(row)
+            elif row["oversubscribed"] or (b["algorithm"] == "ps" and b["gradient_bytes"] < LATENCY_MIN_BYTES):
+                unfaithful.append(row)  # shown, marked, beside the faithful ones (_oversubscribed_runs, _below_threshold)
     own = own_latency(out, lat)
     # the validation's form (C): charged past the slack, none into NICs of two-port switches
     inc = incast_fit(out, lat, fan.incast, past_slack=True, one_input_free=True)
@@ -1193,7 +1197,7 @@ def _fan_in_rows(data: dict, fan: FanIn = BBR_FAN_IN) -> tuple[dict, float, list
         r["fan_in_seconds"] = r["fan_in_sim"] + r["fan_in_l"] * (r["rounds"] or 0) + r["fan_in_incast_charged"]
         r["fan_in_ratio"] = common.ratio(r["fan_in_seconds"], r["measured_seconds"])
     return ({**fit, "round_latency_by_algorithm": own, "incast_by_algorithm": inc,
-             "unfaithful_oversubscribed": unfaithful}, lat, out)
+             "unfaithful_shown": unfaithful}, lat, out)
 
 
 def calibration_record(data: dict, fan: FanIn) -> dict:
@@ -1308,7 +1312,8 @@ def projection_ps_incast_scan(data: dict) -> list[str]:
             f"{', '.join(f'{x:g}' for x in inc['rates_mbps'])} Mbit/s; as a time alone (the form until 2026-12-03, "
             f"the column \"a time alone\"), {alone * 1e3:.1f} ms on the same runs; charged on every step (A, the "
             f"validation's until 2026-12-04), {incast_label(every)}; charged only past the slack with the two-port "
-            f"rule off (B), {incast_label(slack)} on the same runs.", ""] + _past_slack_check(rows, lat, every, slack, slack1)
+            f"rule off (B), {incast_label(slack)} on the same runs.", ""] + _past_slack_check(rows, lat, every, slack, slack1,
+                                                                                 fit["unfaithful_shown"])
 
 
 # PS runs named into the held-out half and pre-registered, with each form's charge, in the
@@ -1333,12 +1338,12 @@ def _past_slack_ratio(r: dict, model: float, inc: dict, one_input_free: bool = F
                         r["measured_seconds"])
 
 
-def _past_slack_check(rows, lat: float, every: dict, slack: dict, slack1: dict) -> list[str]:
+def _past_slack_check(rows, lat: float, every: dict, slack: dict, slack1: dict, unfaithful=()) -> list[str]:
     """The start-up charged on every step (A) against the start-up charged only past the slack
     (B), and past the slack with none into NICs of one switch input (C, the validation's since
     2026-12-04: each row's fan_in_ratio), each fitted on the same fit-half runs (those it
     charges), on every faithful PS run of today's executor that takes it, per half: within 10%,
-    and the misses."""
+    and the misses; then PS under 2 MiB (`_below_threshold`, with the `unfaithful` rows marked)."""
     runs = [r for r in rows if r["faithful"] is True and not r["superseded"] and r.get("extra_flows")
             and charged_incast(r, ("ps",)) and not r.get("oversubscribed")]
     forms = (("on every step", lambda r, m: _every_step_ratio(r, m, every)),
@@ -1377,21 +1382,23 @@ def _past_slack_check(rows, lat: float, every: dict, slack: dict, slack1: dict) 
                      *(f"sim/meas, start-up {form}" for form, _ in forms)], tests) + [
         "", "What the same runs lost per flow into a NIC beyond the first where their NICs are their "
         "busiest links (no slack), by topology and the hosts' link rate (both halves):", ""] + _lost_per_flow(runs, lat) + [
-        ""] + _below_threshold(rows, slack1)
+        ""] + _below_threshold(rows + list(unfaithful), slack1)
 
 
 def _below_threshold(rows, inc: dict) -> list[str]:
-    """Why the start-up stays off under 2 MiB (`charged_incast`): every faithful PS run of today's
-    executor with a smaller gradient, simulated / measured as charged (L alone) and with form C's
-    start-up charged as well, both halves."""
-    small = [r for r in rows if r["algorithm"] == "ps" and r["faithful"] is True and not r["superseded"]
+    """Why the start-up stays off under 2 MiB (`charged_incast`): every PS run of today's executor
+    with a smaller gradient, simulated / measured as charged (L alone) and with form C's start-up
+    charged as well, both halves; those not faithful after the others, marked (in no count)."""
+    small = [r for r in rows if r["algorithm"] == "ps" and r["faithful"] is not None and not r["superseded"]
              and r["gradient_bytes"] < LATENCY_MIN_BYTES and r.get("extra_flows")]
+    small.sort(key=lambda r: r["faithful"] is not True)
     cells = [[r["experiment"], r["topology"], str(r["workers"]), f"{r['gradient_bytes'] / MB:.2f}",
-              "fit" if r["fit"] else "held out", fmt(r["fan_in_ratio"], ".2f"),
+              ("fit" if r["fit"] else "held out") + ("" if r["faithful"] is True else ", faithful: **NO**"),
+              fmt(r["fan_in_ratio"], ".2f"),
               fmt(common.ratio(r["fan_in_seconds"] + incast_charge(r, incast_startup(inc, r["link_mbps"])),
                                r["measured_seconds"]), ".2f")] for r in small]
     return ([f"PS under {LATENCY_MIN_BYTES / MB:g} MiB, where the start-up is not charged, and what charging form C's "
-             "there would give (both halves):", ""]
+             "there would give (both halves; runs not faithful last, marked):", ""]
             + table(["file", "topology", "P", "gradient MiB", "half", "sim/meas as charged (L alone)",
                      "sim/meas with form C's start-up"], cells))
 
@@ -1778,7 +1785,7 @@ def projection_fan_in(data: dict, fan: FanIn = BBR_FAN_IN) -> list[str]:
                for r in rows if not r["fit"] and r["fan_in_ratio"] is not None and abs(r["fan_in_ratio"] - 1) > TOLERANCE]
     return lines + ["", "Held out and outside 10% with the fitted e and L: " + ("; ".join(outside) or "none") + ".",
                     "", _stage_startups(rows),
-                    *(_oversubscribed_runs(rows, fit["unfaithful_oversubscribed"]) if fan.oversubscribed else [])]
+                    *(_oversubscribed_runs(rows, [r for r in fit["unfaithful_shown"] if r["oversubscribed"]]) if fan.oversubscribed else [])]
 
 
 def _oversubscribed_runs(rows, unfaithful=()) -> list[str]:
