@@ -482,7 +482,8 @@ def cmd_project(args) -> int:
 
     from emulation.simulator import core, sweep
 
-    s = sweep.Sweep(**{k: v for k, v in vars(args).items() if k not in ("cmd", "fn")})
+    given = {k: v for k, v in vars(args).items() if k not in ("cmd", "fn") and v is not None}
+    s = sweep.Sweep(**given, overrides={k: given[k] for k in sweep.OVERRIDES if k in given})
     if hasattr(sys.stdout, "reconfigure"):  # progress lines as they happen, also into a log file
         sys.stdout.reconfigure(line_buffering=True)
     why = core.simgrid_available()
@@ -677,13 +678,15 @@ def add_project(sub) -> None:
                         description="Project an algorithm's sync schedule to thousands of workers in SimGrid "
                                     "(issue #11).")
     ap.add_argument("experiment", nargs="?", help="an experiment file (experiments/*.yaml): its runs, planned as "
-                    "syncbed run plans them (instead of --topo/--algo)")
+                    "syncbed run plans them, with --topo, --algo, --workers, --servers, --model, --bw, --ecmp "
+                    "and --placement replacing the file's as in syncbed run")
     ap.add_argument("--topo", action="append", help="bcube,n=N,k=K | fattree,k=K; repeat for a sweep over sizes")
     ap.add_argument("--algo", action="append",
                     help="algorithm specs, e.g. ring,ps or gtopk,density=0.001 (repeatable, as syncbed run's)")
     ap.add_argument("--workers", type=int, help="worker ranks (default: every host minus --servers)")
-    ap.add_argument("--servers", type=int, default=Sweep.servers, help="dedicated parameter servers (ps)")
-    ap.add_argument("--mb", type=float, default=Sweep.mb, help="gradient MiB (one layer) when no --model")
+    ap.add_argument("--servers", type=int, help="dedicated parameter servers (ps; default 0)")
+    ap.add_argument("--mb", type=float, help=f"gradient MiB (one layer) when no --model (default {Sweep.mb:g}; with an experiment "
+                    "file, give --model synthetic,mb=X)")
     ap.add_argument("--model", help="a model of the registry (per-layer sizes and backward times), e.g. resnet50")
     ap.add_argument("--alpha", type=float, help="all-reduce start-up a, seconds (layer-wise planners; with --beta)")
     ap.add_argument("--beta", type=float, help="all-reduce seconds per byte b (layer-wise planners; with --alpha)")
@@ -722,9 +725,9 @@ def add_project(sub) -> None:
                          "(its key in summary.json), seconds = C0 + C1 x gradient elements, "
                          "charged before the first step (at start) or after the last (at end). With --measured, "
                          "a run's own logged figures (the slowest rank's per sync) stand for the keys not given")
-    ap.add_argument("--bw", type=float, default=Sweep.bw, help="Mbit/s on every link")
-    ap.add_argument("--ecmp", default=Sweep.ecmp, choices=ECMP_METHODS)
-    ap.add_argument("--placement", default=Sweep.placement, choices=PLACEMENTS)
+    ap.add_argument("--bw", type=float, help=f"Mbit/s on every link (default {Sweep.bw:g})")
+    ap.add_argument("--ecmp", choices=ECMP_METHODS, help=f"default {Sweep.ecmp}")
+    ap.add_argument("--placement", choices=PLACEMENTS, help=f"default {Sweep.placement}")
     ap.add_argument("--mode", default=Sweep.mode, choices=MODES,
                     help="driver: one actor starts every message of a step (fast); ranks: one actor per rank")
     ap.add_argument("--reduce", default=Sweep.reduce, choices=("auto", "on", "off"),

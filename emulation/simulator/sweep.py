@@ -69,6 +69,14 @@ class Sweep:
     measured: str | None = None  # a results folder of the same experiment: simulated against measured
     out: str | None = None  # results folder (None: results/project-<time>)
     skipped: list = field(default_factory=list)  # what was not simulated and why (summary.json "skipped")
+    # the options given on the command line that an experiment file's runs take instead of the
+    # file's (OVERRIDES: as syncbed run's); {} otherwise, and refused with a measured folder
+    overrides: dict = field(default_factory=dict)
+
+
+# Sweep option -> the experiment file's option it replaces (config.load), as syncbed run's do
+OVERRIDES = {"topo": "topologies", "algo": "algorithms", "workers": "workers", "servers": "servers",
+             "model": "model", "bw": "bw", "ecmp": "ecmp", "placement": "placement", "mb": None}
 
 
 def _fmt(x, unit="s"):
@@ -107,7 +115,14 @@ def requests(s: Sweep, measured: dict) -> list[tuple[Request, object]]:
     if s.experiment:
         from emulation import config
 
-        cfg = config.load(s.experiment)
+        given = dict(s.overrides)
+        if given and s.measured:
+            raise ValueError(f"--measured simulates the measured run as it ran: drop "
+                             f"{', '.join('--' + k for k in given)}")
+        if "mb" in given:
+            raise ValueError(f"--mb {given['mb']:g} is for --topo/--algo; with an experiment file give "
+                             f"--model synthetic,mb={given['mb']:g}")
+        cfg = config.load(s.experiment, **{OVERRIDES[k]: v for k, v in given.items()})
         runs = config.validate(cfg)
         out = []
         for run in runs:

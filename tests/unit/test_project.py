@@ -315,6 +315,8 @@ def test_unsimulable_and_too_large_are_refused_in_one_line():
     (["--algo", "ring"], "give an experiment file, --measured with a results folder, or --topo and --algo"),
     (["--topo", "fattree,k=4", "--algo", "ring", "--round-latency", "-1"], "--round-latency '-1': the value must be a number of seconds >= 0"),
     (["experiments/nope.yaml"], "does not exist"),
+    (["experiments/ps_incast_fattree.yaml", "--mb", "1"], "with an experiment file give --model synthetic,mb=1"),
+    (["--measured", "docs/results/default", "--bw", "5"], "simulates the measured run as it ran: drop --bw"),
     (["--topo", "fattree,k=4", "--algo", "ring", "--max-memory-gb", "0.001"], "GiB available"),
     (["--topo", "fattree,k=4", "--algo", "bml"], "bml runs on bcube only"),
     (["--topo", "bcube,n=3,k=2", "--algo", "hd"], "hd does not run with 9 workers; valid: a power of two"),
@@ -389,6 +391,22 @@ def test_experiment_file_plans_as_syncbed_run_and_validates_against_measured(cap
     assert rows["mgwfbp"]["measured_iteration_seconds"] == 0.7
     report = (tmp_path / "out" / "report.md").read_text()
     assert "## Simulated against measured" in report and "runs within 10% of the measurement" in report
+
+
+def test_the_command_lines_options_replace_the_experiment_files_as_in_syncbed_run(tmp_path):
+    """Until 2026-12-04 --workers, --model, --bw ... were ignored, silently, with an experiment file."""
+    exp = tmp_path / "small.yaml"
+    exp.write_text("name: small\ntopologies: ['fattree,k=4']\nalgorithms: [ring, ps]\nworkers: 4\n"
+                   "model: synthetic,mb=1\nbw: 20\necmp: two-level\n")
+    assert main([str(exp), "--out", str(tmp_path / "file")]) == 0
+    assert main([str(exp), "--workers", "9", "--model", "synthetic,mb=0.5", "--bw", "5", "--algo", "ps",
+                 "--ecmp", "hash", "--out", str(tmp_path / "given")]) == 0
+    file = json.loads((tmp_path / "file" / "summary.json").read_text())["runs"]
+    given = json.loads((tmp_path / "given" / "summary.json").read_text())["runs"]
+    assert [(r["algo_spec"], r["workers"], r["link_mbps"], r["ecmp"], r["gradient_bytes"]) for r in file] == [
+        ("ring", 4, 20.0, "two-level", 2**20), ("ps", 4, 20.0, "two-level", 2**20)]
+    assert [(r["algo_spec"], r["workers"], r["link_mbps"], r["ecmp"], r["gradient_bytes"]) for r in given] == [
+        ("ps", 9, 5.0, "hash", 2**19)]
 
 
 def test_a_measured_run_with_dilation_x_is_replanned_from_the_link_it_measured(capsys, tmp_path):
