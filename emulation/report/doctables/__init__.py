@@ -18,8 +18,8 @@ from emulation.report.doctables.bml import (
 from emulation.report.doctables.cluster import CLUSTER_ALGOS, CLUSTER_BENCH, cluster_algorithms, cluster_bench
 from emulation.report.doctables.dfs import DFS, dfs_headline, dfs_runs
 from emulation.report.doctables.forest import (
-    FOREST, FOREST_VARIANTS, S5_COALESCE_SOURCES, _forest_rel, forest_s5_coalescing, forest_scenarios,
-    forest_variants)
+    FOREST, FOREST_PLANNER, FOREST_VARIANTS, S5_COALESCE_SOURCES, _forest_rel, forest_planner_optimum,
+    forest_planner_scenarios, forest_s5_coalescing, forest_scenarios, forest_variants)
 from emulation.report.doctables.gtopk import (
     GTOPK_CHARGED, GTOPK_CHARGED_P32, GTOPK_FATTREE, GTOPK_SCALING, gtopk_beside_paper, gtopk_charged,
     gtopk_charged_beside_paper, gtopk_compression, gtopk_convergence, gtopk_scaling_all)
@@ -61,6 +61,8 @@ TABLES = {t.id: t for t in [
     Table("forest-scenarios", tuple(_forest_rel(f) for f in FOREST), forest_scenarios),
     Table("forest-variants", tuple(_forest_rel(f) for f in FOREST_VARIANTS), forest_variants),
     Table("forest-s5-coalescing", S5_COALESCE_SOURCES, forest_s5_coalescing),
+    Table("forest-planner-optimum", (FOREST_PLANNER,), forest_planner_optimum),
+    Table("forest-planner-scenarios", (FOREST_PLANNER,), forest_planner_scenarios),
     Table("dfs-runs", (DFS,), dfs_runs),
     Table("cluster-bench", tuple(f"{f}/summary.json" for f in CLUSTER_BENCH), cluster_bench),
     Table("cluster-algorithms", tuple(f"{f}/summary.json" for f in CLUSTER_ALGOS), cluster_algorithms),

@@ -130,3 +130,78 @@ def forest_s5_coalescing(data: dict) -> list[str]:
                       verdict(run)])
     return table(["results folder", "algorithm", "trees", "chunk elements", "messages a sync",
                   "coalesced (fewest)", "coalesced / messages", "measured / cut", "faithful"], cells)
+
+
+FOREST_PLANNER = "forest-planner/result.json"  # scripts/forest_planner_tables.py
+NEAR = 0.99  # "near the optimum" in the sentences under the planner tables
+
+
+def _trees(n: int) -> str:
+    return f"{n} tree" + ("" if n == 1 else "s")
+
+
+def forest_planner_optimum(data: dict) -> list[str]:
+    """The packing against the LP over ALL spanning trees on tiny networks, and with at most
+    k trees against the best set of k (scripts/forest_planner_tables.py: the unit test's
+    networks and enumeration)."""
+    d = data[FOREST_PLANNER]
+    tiny, capped = d["tiny"], d["capped"]
+    if not tiny or not capped:
+        raise ValueError(f"{FOREST_PLANNER}: no tiny networks or no capped packings")
+    lines = table(["network", "spanning trees enumerated (every NIC choice)", "forest / optimum", "trees",
+                   "column generation's optimum / LP over all trees", "converged"],
+                  [[r["network"], str(r["trees_enumerated"]), fmt(r["rate_over_optimum"], ".3f"), str(r["trees"]),
+                    fmt(r["column_generation_optimum_over_lp"], ".3f"), "yes" if r["converged"] else "**NO**"]
+                   for r in tiny])
+    caps = sorted({r["max_trees"] for r in capped})
+    heights = sorted({r["max_height"] for r in capped})
+    cell = {(r["network"], r["max_trees"]): f"{fmt(r['rate_over_best'], '.3f')} ({_trees(r['trees'])})" for r in capped}
+    nets = list(dict.fromkeys(r["network"] for r in capped))
+    lines += ["", f"With at most k trees (max_height {', '.join(map(str, heights))}), 4 workers: the packing "
+                  "against the best set of k trees (the LP over every such set):", ""]
+    lines += table(["network, 4 workers"] + [f"k = {k}" for k in caps],
+                   [[n] + [cell.get((n, k), NA) for k in caps] for n in nets])
+    worst = min([r["rate_over_optimum"] for r in tiny] + [r["rate_over_best"] for r in capped])
+    lines += ["", f"Least ratio over all {len(tiny) + len(capped)} cases: {worst:.3f}; column generation "
+                  f"converged on {sum(bool(r['converged']) for r in tiny)} of {len(tiny)} networks "
+                  f"(computed {d['date'][:10]})."]
+    return lines
+
+
+def forest_planner_scenarios(data: dict) -> list[str]:
+    """The forest's plan on the scenario topologies against ring, PS and the bounds, and the
+    rate against the optimum with taller trees and more trees (scripts/forest_planner_tables.py)."""
+    d = data[FOREST_PLANNER]
+    rows = d["scenarios"]
+    if not rows:
+        raise ValueError(f"{FOREST_PLANNER}: no scenario rows")
+    tall, more = rows[0]["tall"], rows[0]["tall_more_trees"]
+    s = lambda x: fmt(x, ".2f")  # noqa: E731
+    lines = table(["network", "forest bandwidth term", "forest with pipeline fill", "ring", "PS", "cut bound",
+                   "RS+AG bound", "forest rate / optimum", "trees x height", "planner s",
+                   f"rate / optimum, max_height {tall['max_height']}",
+                   f"rate / optimum, max_height {more['max_height']}, max_trees {more['max_trees']}"],
+                  [[r["network"], s(r["forest_bandwidth_seconds"]), s(r["forest_pipeline_seconds"]),
+                    s(r["ring_seconds"]), s(r["ps_seconds"]), s(r["cut_bound_seconds"]), s(r["rsag_bound_seconds"]),
+                    fmt(r["rate_over_optimum"], ".3f"), f"{r['trees']} x {r['max_height']}",
+                    fmt(r["planner_seconds"], ".1f"), fmt(r["tall"]["rate_over_optimum"], ".3f"),
+                    fmt(r["tall_more_trees"]["rate_over_optimum"], ".3f")] for r in rows])
+    off = max(abs(r["forest_busiest_link_seconds"] / r["forest_bandwidth_seconds"] - 1) for r in rows)
+    near = lambda x: round(x, 3) >= NEAR  # as the table shows it  # noqa: E731
+    below = [r for r in rows if not near(r["rate_over_optimum"])]
+    lifted = [r["network"] for r in below if near(r["tall"]["rate_over_optimum"])]
+    needs = [r["network"] for r in below if not near(r["tall"]["rate_over_optimum"])
+             and near(r["tall_more_trees"]["rate_over_optimum"])]
+    never = [r["network"] for r in below if not near(r["tall_more_trees"]["rate_over_optimum"])]
+    sentence = (f"Below {NEAR} of the optimum with the defaults: {len(below)} of {len(rows)} rows. Of these, "
+                f"max_height {tall['max_height']} alone lifts {len(lifted)} to {NEAR} or more"
+                + (f" ({'; '.join(lifted)})" if lifted else "")
+                + f", {len(needs)} reach it only with {more['max_trees']} trees too"
+                + (f" ({'; '.join(needs)})" if needs else "")
+                + (f", {len(never)} not even then ({'; '.join(never)})" if never else "") + ".")
+    lines += ["", f"Column generation converged on {sum(bool(r['converged']) for r in rows)} of {len(rows)} rows, "
+                  f"so `optimum` there is the LP over all trees. The forest's bandwidth term is the busiest link "
+                  f"of its own traffic on the routes (relative difference at most {off:.1e}). {sentence} "
+                  f"Planner s: the planner's own timer (`planner_seconds`) in the run of {d['date'][:10]}, "
+                  f"one row after the other on this machine: a timing, it varies with the CPU and its load."]
+    return lines
