@@ -41,6 +41,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from emulation.report.doctables import projection  # noqa: E402
 from emulation.report.doctables.projection import (FAN_IN_FOLDERS as FOLDERS, LATENCY_MIN_BYTES,  # noqa: E402
                                                    in_fit_half, projected_name, superseded)
 from emulation.simulator import core, fanin, sweep  # noqa: E402
@@ -166,8 +167,9 @@ def _incast_now(v, lat: float) -> dict:
              "oversubscribed": bool(r["sim"].get("oversubscribed_links"))}
             for r in projection._validation(data, v.folders, v.cc) if r["faithful"] is True]
     # the validation's form (C): charged past the slack, none into NICs of two-port switches
-    return {a: {k: x[k] for k in ("seconds", "bytes", "past_slack", "one_switch_input_free")}
-            for a, x in projection.incast_fit(rows, lat, v.incast, past_slack=True, one_input_free=True).items()}
+    return {a: {k: x[k] for k in ("seconds", "bytes", "past_slack", "one_switch_input_free", "flow_share")}
+            for a, x in projection.incast_fit(rows, lat, v.incast, past_slack=True, one_input_free=True,
+                                              flow_share=True).items()}
 
 
 def _fit_oversubscribed(halves, lat: float, e: float, by_algo: dict, v) -> dict:
@@ -183,9 +185,11 @@ def _fit_oversubscribed(halves, lat: float, e: float, by_algo: dict, v) -> dict:
         return {"oversubscribed_efficiency": 1.0, "fitted": False, "runs": runs}
     inc = _incast_now(v, lat)
     incast = {p.algo.name: inc[p.algo.name] for _, p, _, _ in pts if p.algo.name in inc}
-    per_flow = [0.0 if one_switch_input(p.topo.name) else
-                fanin.incast_startup(incast.get(p.algo.name), core.hosts_link_mbps(p.topo, p.hosts)[0])
-                for _, p, _, _ in pts]
+    per_flow = [0.0 if one_switch_input(p.topo.name) or p.algo.name not in incast else
+                projection.row_startup({"run": m, "gradient_bytes": m.get("gradient_bytes") or 0,
+                                        "workers": m.get("workers"),
+                                        "link_mbps": core.hosts_link_mbps(p.topo, p.hosts)[0]}, incast[p.algo.name])
+                for _, p, m, _ in pts]
     evaluations = []
 
     def charged(r: dict, c: float) -> float:  # past the sync's slack, as the validation (core.past_slack)

@@ -44,6 +44,8 @@ class Charges:
     incast_past_slack: bool = False  # charged only past the sync's slack (core.past_slack), else every step
     # none where the hosts' NICs hang off switches of two ports (fanin.one_switch_input, read by core.incast_of)
     incast_one_input_free: bool = False
+    # no more per flow than this share of its bytes at the hosts' link rate (fanin.capped_startup); 0: no cap
+    incast_flow_share: float = 0.0
 
 
 def bcube_n(topology: str) -> int | None:
@@ -82,7 +84,8 @@ def parameters(cal: dict, algorithm: str, topology: str, gradient_bytes: int) ->
     return Charges(lat, cal["fan_in_by_algorithm"].get(algorithm, cal["fan_in_efficiency"]),
                    inc["seconds"] if charged else 0.0, cal.get("oversubscribed_efficiency", 1.0),
                    inc.get("bytes", 0.0) if charged else 0.0, charged and bool(inc.get("past_slack")),
-                   charged and bool(inc.get("one_switch_input_free")))
+                   charged and bool(inc.get("one_switch_input_free")),
+                   inc.get("flow_share", 0.0) if charged else 0.0)
 
 
 def path(name: str) -> Path:
@@ -105,8 +108,9 @@ def load(name: str) -> dict:
 def incast_label(inc: dict) -> str:
     """An incast start-up ({"seconds": t, "bytes": b}) as reports and docs print it:
     "11.4 ms + 5.8 kB at the hosts' link rate", or the time alone where it has no bytes."""
-    b = inc.get("bytes", 0.0)
-    return f"{inc['seconds'] * 1e3:.1f} ms" + (f" + {b / 1e3:.1f} kB at the hosts' link rate" if b else "")
+    b, c = inc.get("bytes", 0.0), inc.get("flow_share", 0.0)
+    return (f"{inc['seconds'] * 1e3:.1f} ms" + (f" + {b / 1e3:.1f} kB at the hosts' link rate" if b else "")
+            + (f", at most {c:.2f} of the flow's own bytes at that rate" if c else ""))
 
 
 def describe(cal: dict) -> str:
@@ -114,8 +118,10 @@ def describe(cal: dict) -> str:
     own = "".join(f", {a.upper()}'s own L {x['seconds'] * 1e3:.1f} ms (at {x['min_gradient_bytes'] / 2**20:g} MiB or "
                   f"more, BCube n >= {x['min_bcube_n']})" for a, x in sorted(cal["round_latency_by_algorithm"].items()))
     es = "".join(f", {a} e = {v:.3f}" for a, v in sorted(cal["fan_in_by_algorithm"].items()))
+    def size(x: dict) -> str:
+        return f"at {x['min_gradient_bytes'] / 2**20:g} MiB or more" if x["min_gradient_bytes"] else "at every size"
     inc = "".join(f", {a.upper()}'s incast start-up {incast_label(x)} per converging flow beyond the first "
-                  f"(at {x['min_gradient_bytes'] / 2**20:g} MiB or more"
+                  f"({size(x)}"
                   f"{'; charged past the slack, none into NICs of two-port switches' if x.get('past_slack') else ''}"
                   f"; fitted on runs of up to "
                   f"{x['max_workers_fitted']} workers)" for a, x in sorted(cal["incast_by_algorithm"].items()))

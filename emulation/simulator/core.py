@@ -183,6 +183,9 @@ class SimForm:
     # per step, the flows into its busiest NIC beyond the first (fanin.extra_flows; what `incast`
     # charges); [] where not counted (steps that overlap backprop keep their own start-ups)
     extra_flows: list = field(default_factory=list)
+    # per step, the seconds of each of those flows (`incast_steps`: the incast start-up, capped by
+    # the step's flow bytes where a share is given); [] where none is charged
+    incast_per_flow: list = field(default_factory=list)
 
     @property
     def syncs(self) -> int:
@@ -215,7 +218,8 @@ def _charged(n: int, syncs: int, before: float, after: float) -> tuple[list, lis
 
 
 def simulated_form(algo: base.Algorithm, plan: dict, round_latency: float = 0.0, costs: dict | None = None,
-                   logged: list | None = None, warmup: int = 0, incast: float = 0.0) -> SimForm:
+                   logged: list | None = None, warmup: int = 0, incast: float = 0.0,
+                   incast_cap: tuple | None = None) -> SimForm:
     """The plan's SimForm (pure); ValueError (one line) where there is none.
 
     `round_latency` (seconds): the start-up of one message round, charged `Algorithm.step_rounds`
@@ -223,7 +227,9 @@ def simulated_form(algo: base.Algorithm, plan: dict, round_latency: float = 0.0,
     term the zero-latency flow model lacks. `incast` (seconds): the start-up of each flow into a
     step's busiest NIC beyond the first (`fanin.extra_flows`), charged with it: what N flows
     converging on one NIC lose to their TCP stalls where that is a time per flow rather than a
-    share of the bytes (PS with CUBIC in the hosts: docs/PROJECTION.md, "Fan-in"). A plan whose
+    share of the bytes (PS with CUBIC in the hosts: docs/PROJECTION.md, "Fan-in"); with
+    `incast_cap` (share, hosts' link Mbit/s) no more per flow than that share of the step's flow
+    bytes at that rate (`incast_steps`). A plan whose
     steps overlap backprop (`Algorithm.timeline`) keeps its own start-ups instead (e.g. a measured all-reduce
     start-up a per group, which already prices its rounds).
 
@@ -254,9 +260,10 @@ def simulated_form(algo: base.Algorithm, plan: dict, round_latency: float = 0.0,
             raise ValueError(f"{algo.name}: {len(rounds)} round counts for {n} steps")
         b, a = _charged(n, len(per), before, after)
         steps = [s for p in per for s in p]
-        extra = fanin.extra_flows(steps)
-        return SimForm(steps, [0.0] * n * len(per), _startups(rounds * len(per), extra, round_latency, incast),
-                       before=b, after=a, per_sync=n, warmup=int(warmup), bytes_source="logged", extra_flows=extra)
+        extra, inc = fanin.extra_flows(steps), incast_steps(steps, incast, incast_cap)
+        return SimForm(steps, [0.0] * n * len(per), _startups(rounds * len(per), extra, round_latency, inc),
+                       before=b, after=a, per_sync=n, warmup=int(warmup), bytes_source="logged", extra_flows=extra,
+                       incast_per_flow=inc)
     modelled = algo.data_dependent
     steps = algo.modelled_steps(plan) if modelled else algo.simulated_steps(plan)
     source = "model" if modelled else "plan"
@@ -271,29 +278,43 @@ def simulated_form(algo: base.Algorithm, plan: dict, round_latency: float = 0.0,
     rounds = algo.step_rounds(plan)
     if len(rounds) != len(steps):
         raise ValueError(f"{algo.name}: {len(rounds)} round counts for {len(steps)} steps")
-    extra = fanin.extra_flows(steps)
-    return SimForm(steps, [0.0] * len(steps), _startups(rounds, extra, round_latency, incast), before=b, after=a,
-                   bytes_source=source, extra_flows=extra)
+    extra, inc = fanin.extra_flows(steps), incast_steps(steps, incast, incast_cap)
+    return SimForm(steps, [0.0] * len(steps), _startups(rounds, extra, round_latency, inc), before=b, after=a,
+                   bytes_source=source, extra_flows=extra, incast_per_flow=inc)
 
 
-def _startups(rounds: list, extra: list, round_latency: float, incast: float) -> list:
-    """Each step's start-up: L x its message rounds, plus the incast start-up x its extra flows."""
-    return [round_latency * r + incast * x for r, x in zip(rounds, extra)]
+def incast_steps(steps, incast: float, cap: tuple | None = None) -> list:
+    """Per step, the seconds each flow into its busiest NIC beyond the first costs: `incast`, or
+    with `cap` (share, hosts' link Mbit/s) no more than that share of the step's flow bytes at
+    that rate (`fanin.capped_startup` of `fanin.converging_bytes`). Pure."""
+    if not cap or not cap[0] or not incast:
+        return [incast] * len(steps)
+    share, mbps = cap
+    return [fanin.capped_startup(incast, fanin.converging_bytes(s), mbps, share) for s in steps]
 
 
-def past_slack(form: SimForm, incast: float, slack: float) -> tuple[SimForm, float]:
+def _startups(rounds: list, extra: list, round_latency: float, incast) -> list:
+    """Each step's start-up: L x its message rounds, plus the incast start-up (seconds per flow,
+    one for every step or a list: `incast_steps`) x its extra flows."""
+    inc = incast if isinstance(incast, list) else [incast] * len(extra)
+    return [round_latency * r + i * x for r, x, i in zip(rounds, extra, inc)]
+
+
+def past_slack(form: SimForm, incast, slack: float) -> tuple[SimForm, float]:
     """(`form` with its incast start-ups charged only past `slack` seconds, what they charge):
-    the start-ups of the whole form (`incast` x its extra flows, summed over its steps and syncs)
+    the start-ups of the whole form (`incast`, seconds per flow for every step or a list per
+    step, x its extra flows, summed over its steps and syncs)
     less the seconds its busiest link needs beyond its NICs' (the bound less the non-blocking
     bound, over the same syncs), at least 0, taken from each step's start-up in proportion to its
     extra flows. A NIC's stalls behind a busier uplink cost the sync nothing (docs/PROJECTION.md,
     "Charged only past the slack": form C, the CUBIC validation's). Pure."""
-    total = incast * sum(form.extra_flows)
+    inc = incast if isinstance(incast, list) else [incast] * len(form.extra_flows)
+    total = sum(i * x for i, x in zip(inc, form.extra_flows))
     if total <= 0:
         return form, 0.0
     charged = fanin.past_slack(total, slack)
     keep = charged / total
-    startup = [s - incast * x * (1.0 - keep) for s, x in zip(form.startup, form.extra_flows)]
+    startup = [s - i * x * (1.0 - keep) for s, x, i in zip(form.startup, form.extra_flows, inc)]
     return replace(form, startup=startup), charged
 
 
@@ -701,6 +722,9 @@ class Request:
     incast_past_slack: bool = False
     # none where the hosts' NICs hang off switches of two ports (fanin.one_switch_input: a calibration's form C)
     incast_one_input_free: bool = False
+    # no more per flow than this share of the step's flow bytes at the hosts' link rate
+    # (`incast_cap_of`, fanin.capped_startup: a calibration's); 0: no cap
+    incast_flow_share: float = 0.0
     fan_in: float = 1.0  # NetworkModel.fan_in: efficiency of n flows into one NIC (fanin.py); 1: off
     oversubscribed: float = 1.0  # NetworkModel.oversubscribed: the same on an oversubscribed link; 1: off
     reduce: str = "auto"  # REDUCE_MODES: one SimGrid communication per class of interchangeable flows
@@ -733,6 +757,12 @@ def incast_of(req: Request, topo: Topology, hosts) -> float:
     if not req.incast_bytes:
         return req.incast
     return fanin.incast_startup({"seconds": req.incast, "bytes": req.incast_bytes}, hosts_link_mbps(topo, hosts)[0])
+
+
+def incast_cap_of(req: Request, topo: Topology, hosts) -> tuple | None:
+    """(share, the hosts' slowest NIC link rate) that caps a request's incast start-up per flow
+    (`incast_steps`), None without a share."""
+    return (req.incast_flow_share, hosts_link_mbps(topo, hosts)[0]) if req.incast_flow_share else None
 
 
 def logged_iterations(log_dir, syncs: int) -> list[dict]:
@@ -826,7 +856,8 @@ def checked(req: Request, topo: Topology, hosts: list, algo: base.Algorithm, pla
     logged = None
     if req.logs is not None and algo.data_dependent:
         logged = logged_iterations(req.logs, int(req.syncs or 0))
-    form = simulated_form(algo, plan, req.round_latency, costs, logged, req.warmup, incast_of(req, topo, hosts))
+    form = simulated_form(algo, plan, req.round_latency, costs, logged, req.warmup, incast_of(req, topo, hosts),
+                          incast_cap_of(req, topo, hosts))
     steps = form.steps
     pairs = pairs_of(steps, hosts)
     hops = route_hops(topo)
@@ -1111,10 +1142,11 @@ def _times(sim: dict, form: SimForm) -> dict:
 def _incast_charged(p: Prepared, form: SimForm, slack: float) -> tuple[SimForm, float]:
     """(the form to simulate, its incast start-ups' seconds over all its syncs): charged only past
     `slack` (`past_slack`) where the request says so, else on every step as `simulated_form` put them."""
-    incast = incast_of(p.req, p.topo, p.hosts)
+    incast = form.incast_per_flow or incast_of(p.req, p.topo, p.hosts)
     if p.req.incast_past_slack:
         return past_slack(form, incast, slack)
-    return form, incast * sum(form.extra_flows)
+    inc = incast if isinstance(incast, list) else [incast] * len(form.extra_flows)
+    return form, sum(i * x for i, x in zip(inc, form.extra_flows))
 
 
 def _incast_record(p: Prepared, charged_per_sync: float) -> dict:
@@ -1122,7 +1154,8 @@ def _incast_record(p: Prepared, charged_per_sync: float) -> dict:
     if not incast_of(p.req, p.topo, p.hosts):
         return {"incast_charged": "none: the NICs' switches have two ports"} if p.req.incast else {}
     return {"incast_charged": "past the slack" if p.req.incast_past_slack else "every step",
-            "incast_charged_seconds_per_sync": charged_per_sync}
+            "incast_charged_seconds_per_sync": charged_per_sync,
+            **({"incast_flow_share": p.req.incast_flow_share} if p.req.incast_flow_share else {})}
 
 
 def project(req: Request | Prepared, topo: Topology | None = None, inspect: bool = False, log=None) -> dict:
@@ -1263,9 +1296,10 @@ def _prepare_orbits(req: Request, topo: Topology, name: str, raw: dict, workers:
     before, after = _charged(len(blocks), 1, *algo.compute_charges(plan, dict(req.compute)))
     # no flow listed: steps stays empty, the timing lists have one entry per step of blocks
     extra = fanin.extra_flows(blocks)
-    startups = _startups(rounds, extra, req.round_latency, incast_of(req, topo, hosts))
+    inc = incast_steps(blocks, incast_of(req, topo, hosts), incast_cap_of(req, topo, hosts))
+    startups = _startups(rounds, extra, req.round_latency, inc)
     sim_form = SimForm([], [0.0] * len(blocks), startups,
-                       before=before, after=after, extra_flows=extra,
+                       before=before, after=after, extra_flows=extra, incast_per_flow=inc,
                        bytes_source="model" if algo.data_dependent else "plan")  # data-dependent: its modelled blocks
     need = estimate_memory(topo, form.info["routes_walked"], 6, sum(form.info["classes_per_step"]))
     cpu = estimate_seconds(topo, form.info["routes_walked"], form.info["classes_per_step"],

@@ -174,6 +174,46 @@ def converging(step) -> int:
     return max(into.values(), default=0)
 
 
+def converging_bytes(step) -> float:
+    """Mean bytes of one flow into the busiest NICs of a step (those `converging` counts most
+    flows into; `Flow`s or `FlowBlock`s, flows of 0 bytes left out): what a capped incast
+    start-up compares with (`capped_startup`). G / P in a sharded PS phase of a gradient of G
+    bytes on P ranks; 0.0 for an empty step."""
+    from collections import defaultdict
+
+    into: dict = defaultdict(lambda: [0, 0.0])  # (rank, nic) -> [flows, bytes]
+    for f in step:
+        if f.bytes <= 0:
+            continue
+        if hasattr(f, "srcs"):
+            srcs = set(f.srcs)
+            for d in f.dsts:
+                n = len(f.srcs) - (d in srcs)
+                into[(d, f.nic)][0] += n
+                into[(d, f.nic)][1] += n * f.bytes
+        else:
+            into[(f.dst, f.nic)][0] += 1
+            into[(f.dst, f.nic)][1] += f.bytes
+    most = max((n for n, _ in into.values()), default=0)
+    busiest = [(n, b) for n, b in into.values() if n == most and n > 0]
+    return sum(b for _, b in busiest) / sum(n for n, _ in busiest) if busiest else 0.0
+
+
+def capped_startup(per_flow: float, flow_bytes: float, link_mbps: float, share: float) -> float:
+    """Seconds one converging flow beyond the first costs when the incast start-up is capped by
+    the flow's own size: the start-up `per_flow` (seconds, `incast_startup`'s), but no more than
+    `share` of the flow's `flow_bytes` at the hosts' link rate `link_mbps`; `share` 0: no cap.
+    A flow of a few packets cannot stall for longer than a share of its own bytes take: PS under
+    2 MiB lost per converging flow what grows with its flows' bytes, then stays
+    (docs/PROJECTION.md, "PS under 2 MiB"). Pure."""
+    if not share:
+        return per_flow
+    if not (share > 0 and link_mbps > 0):
+        raise ValueError(f"a capped incast start-up needs a share > 0 and a link rate, got {share!r} and "
+                         f"{link_mbps!r} Mbit/s")
+    return min(per_flow, share * 8 * flow_bytes / (link_mbps * 1e6))
+
+
 def past_slack(total: float, slack: float) -> float:
     """Seconds of incast start-ups (`total`, a sync's extra flows x their start-up) charged only
     past `slack`, the seconds its busiest link needs beyond its NICs' (a NIC's stalls behind a

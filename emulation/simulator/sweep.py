@@ -104,7 +104,8 @@ def requests(s: Sweep, measured: dict) -> list[tuple[Request, object]]:
             c = calibration.parameters(cal, algorithm, topology, sum(layer_sizes) * base.DTYPE_BYTES)
             return {"round_latency": c.round_latency, "fan_in": c.fan_in, "incast": c.incast,
                     "incast_bytes": c.incast_bytes, "incast_past_slack": c.incast_past_slack,
-                    "incast_one_input_free": c.incast_one_input_free, "oversubscribed": c.oversubscribed}
+                    "incast_one_input_free": c.incast_one_input_free, "incast_flow_share": c.incast_flow_share,
+                    "oversubscribed": c.oversubscribed}
         return {"fan_in": fan_in_of.get(algorithm, fan_in), "round_latency": lat_of.get(algorithm, lat),
                 "incast": inc_of.get(algorithm, inc), "incast_past_slack": s.incast_past_slack,
                 "oversubscribed": oversub}

@@ -106,6 +106,8 @@ def test_the_shipped_file_is_what_the_results_give_and_charges_each_run_as_the_v
         c = calibration.parameters(want, r["algorithm"], r["topology"], r["gradient_bytes"])
         incast = 0.0 if c.incast_one_input_free and calibration.one_switch_input(r["topology"]) else \
             fanin.incast_startup({"seconds": c.incast, "bytes": c.incast_bytes}, r["link_mbps"])
+        if incast and c.incast_flow_share:  # form D: no more than a share of the flow's bytes (core.incast_steps)
+            incast = fanin.capped_startup(incast, pt.ps_flow_bytes(r), r["link_mbps"], c.incast_flow_share)
         assert (c.round_latency, c.fan_in, incast) == (r["fan_in_l"], r["fan_in_e"], r["fan_in_incast"]), r["experiment"]
         # where it charges a start-up, it does so as the validation: past the slack (form C)
         assert c.incast_past_slack == (bool(c.incast) and fan.cc == "cubic"), r["experiment"]
@@ -129,8 +131,11 @@ def test_the_sweep_charges_each_request_its_calibrated_values():
     assert (reqs["ring"].round_latency, reqs["ring"].fan_in, reqs["ring"].incast) == (
         cal["round_latency_seconds"], cal["fan_in_efficiency"], 0.0)
     assert {r.oversubscribed for r in reqs.values()} == {cal.get("oversubscribed_efficiency", 1.0)}  # every algorithm's
+    # form D (since the afternoon of 2026-12-04): charged at every size, capped by the flows' bytes
     small = sweep.Sweep(topo=["bcube,n=4,k=2"], algo=["ps"], mb=1.0, calibration="cubic")
-    assert [r.incast for r, _ in sweep.requests(small, {})] == [0.0]
+    assert [(r.incast, r.incast_flow_share) for r, _ in sweep.requests(small, {})] == [
+        (cal["incast_by_algorithm"]["ps"]["seconds"], cal["incast_by_algorithm"]["ps"]["flow_share"])]
+    assert cal["incast_by_algorithm"]["ps"]["flow_share"] > 0 and cal["incast_by_algorithm"]["ps"]["min_gradient_bytes"] == 0
 
 
 @pytest.mark.parametrize("typed", [{"round_latency": ["0.003"]}, {"incast": ["ps=0.01"]}, {"fan_in": ["0.7"]},

@@ -433,8 +433,10 @@ def test_the_cubic_fan_in_table_gives_ps_e_1_and_its_incast_start_up_on_its_larg
     ps = [r for r in rows if r["algorithm"] == "ps"]
     assert ps and all(r["fan_in_e"] == 1.0 for r in ps)
     assert inc["past_slack"] and inc["one_switch_input_free"]  # form C since 2026-12-04
+    assert inc["flow_share"] > 0  # form D since the afternoon of 2026-12-04: capped by the flow's bytes
     for r in rows:
-        c = inc["seconds"] + 8 * inc["bytes"] / (r["link_mbps"] * 1e6)
+        c = min(inc["seconds"] + 8 * inc["bytes"] / (r["link_mbps"] * 1e6),
+                inc["flow_share"] * 8 * pt.ps_flow_bytes(r) / (r["link_mbps"] * 1e6))
         slack = max(0.0, r["sim"]["bound_seconds"] - r["sim"]["bound_nonblocking_seconds"])
         charged = pt.charged_incast(r, fit["incast_by_algorithm"]) and not r["topology"].startswith("bcube(2,")
         extra = max(0.0, c * r["extra_flows"] - slack) if charged else 0.0
@@ -622,3 +624,72 @@ def test_an_oversubscribed_efficiency_leaves_equal_links_reduced_by_symmetry():
     s3 = spec.build("fattree,k=4", bw=10, link_bw={"agg-core": 2.5}, ecmp="two-level")
     assert core.oversubscribed_charged(core.Request(**req, oversubscribed=0.8), s3) == 0.8
     assert core.prepare(core.Request(**req, oversubscribed=0.8), s3).orbits is None
+
+
+def test_converging_bytes_is_the_mean_flow_into_the_busiest_nics():
+    from workloads.algorithms.base import Flow, FlowBlock
+
+    # a sharded PS phase on 4 ranks: 3 flows of 100 bytes into every NIC
+    assert fanin.converging_bytes([FlowBlock((0, 1, 2, 3), (0, 1, 2, 3), 0, 100)]) == 100.0
+    # rank 3 receives three flows (10, 20, 60 bytes), rank 0 one of 1000: the busiest NIC's mean
+    step = [Flow(0, 3, 0, 10), Flow(1, 3, 0, 20), Flow(2, 3, 0, 60), Flow(3, 0, 0, 1000), Flow(1, 2, 0, 0)]
+    assert fanin.converging_bytes(step) == pytest.approx(30.0) and fanin.converging(step) == 3
+    assert fanin.converging_bytes([]) == 0.0
+
+
+def test_a_capped_start_up_is_at_most_its_share_of_the_flows_bytes():
+    # 6 ms + 20 kB at 5 Mbit/s = 38 ms; a flow of 25 kB takes 40 ms at 5 Mbit/s, half of it 20 ms
+    per = fanin.incast_startup({"seconds": 0.006, "bytes": 20_000}, 5.0)
+    assert per == pytest.approx(0.038)
+    assert fanin.capped_startup(per, 25_000, 5.0, 0.5) == pytest.approx(0.020)
+    assert fanin.capped_startup(per, 250_000, 5.0, 0.5) == pytest.approx(0.038)  # large flows: the start-up
+    assert fanin.capped_startup(per, 25_000, 5.0, 0.0) == per  # no share: no cap
+    with pytest.raises(ValueError, match="needs a share > 0 and a link rate"):
+        fanin.capped_startup(per, 25_000, 0.0, 0.5)
+
+
+def test_the_incast_share_fit_finds_the_share_that_made_the_runs_and_beats_a_grid():
+    import numpy as np
+
+    from emulation.report.doctables import projection as pt
+
+    c = 0.5
+
+    def meas(base, x, S, f, h):
+        return base + max(0.0, x * min(S, c * f) - h)
+    # (base s, extra flows, start-up s, one flow at the link rate s, slack s): small flows cap, large ones do not
+    runs = ((0.7, 16, 0.04, 0.05, 0.0), (1.5, 16, 0.04, 0.09, 0.0), (3.0, 16, 0.04, 0.19, 0.0),
+            (0.3, 8, 0.015, 0.012, 0.0), (6.0, 16, 0.04, 0.37, 0.2), (0.5, 6, 0.03, 0.02, 0.0))
+    pts = [(meas(*v), *v) for v in runs]
+    assert pt.fit_incast_share(pts) == pytest.approx(c, abs=1e-4)
+    noisy = [(m * f, *rest) for (m, *rest), f in zip(pts, (1.04, 0.97, 1.02, 0.99, 1.03, 0.98))]
+
+    def cost(cc):
+        return sum(((b + max(0.0, x * min(S, cc * fl) - h)) / m - 1) ** 2 for m, b, x, S, fl, h in noisy)
+    got = pt.fit_incast_share(noisy)
+    assert cost(got) <= min(cost(x) for x in np.linspace(0, 4, 40001)) + 1e-12
+    # where no run's cap binds the cost is flat past the largest share that matters: the least of
+    # those, to the grid's step (1e-3)
+    big = [(m, b, x, S, 10 * fl, h) for m, b, x, S, fl, h in pts[1:3]]
+    assert pt.fit_incast_share(big) == pytest.approx(max(S / fl for _, _, _, S, fl, _ in big), abs=1e-3)
+    with pytest.raises(ValueError, match="needs a run with converging flows"):
+        pt.fit_incast_share([(1.0, 1.0, 0, 0.01, 0.01, 0.0)])
+
+
+def test_a_calibrated_projection_caps_each_steps_start_up_by_its_flows_bytes():
+    """core.incast_steps: PS at P = 9 with 0.25 MiB sends flows of 29 kB; a share of 0.5 caps
+    the start-up at 0.5 x 29 kB at 5 Mbit/s, and the record says the share it was charged with."""
+    from emulation.simulator import core
+
+    kw = dict(workers=9, mb=0.25, bw=5.0, incast=0.006, incast_bytes=20_000)
+    capped = core.project(core.Request("fattree,k=4", "ps", incast_flow_share=0.5, **kw))
+    whole = core.project(core.Request("fattree,k=4", "ps", **kw))
+    plain = core.project(core.Request("fattree,k=4", "ps", workers=9, mb=0.25, bw=5.0))
+    flow = 0.25 * 2**20 / 4 // 9 * 4  # a shard of the gradient, in whole float32 elements
+    per = min(0.038, 0.5 * 8 * flow / 5e6)
+    x = capped["extra_flows_per_sync"]
+    assert x == 14 and capped["incast_flow_share"] == 0.5  # 8 flows into each NIC per phase, 7 extra and "incast_flow_share" not in whole
+    assert capped["simulated_seconds"] == pytest.approx(plain["simulated_seconds"] + per * x, rel=1e-3)
+    assert whole["simulated_seconds"] == pytest.approx(plain["simulated_seconds"] + 0.038 * x, rel=1e-6)
+    steps = [[]]  # an empty step sends nothing: the start-up as given (it has no extra flow to charge)
+    assert core.incast_steps(steps, 0.02, (0.5, 5.0)) == [0.0] and core.incast_steps(steps, 0.02) == [0.02]

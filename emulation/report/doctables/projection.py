@@ -10,7 +10,7 @@ from emulation.report.doctables.forest import FOREST
 from emulation.results.columns import NA, fmt, table
 from emulation.results.load import MB, num
 from emulation.simulator.calibration import bcube_n, incast_label, one_switch_input as _one_input
-from emulation.simulator.fanin import incast_startup, past_slack as charged_past_slack
+from emulation.simulator.fanin import capped_startup, incast_startup, past_slack as charged_past_slack
 
 
 # experiments/dfs_resnet18_digits.yaml run again on 2026-11-28: four times with 40 iterations, then
@@ -200,7 +200,11 @@ CUBIC_FOLDERS = ("tcp-cc/hd-cubic", "tcp-cc/default-cubic", "tcp-cc/bml-bcube32-
                  # 04:46-04:48, pre-registered: PS and ring at P = 9 under 2 MiB (0.25, 0.5, 1 MiB), what
                  # PS loses per converging flow there; held out by the names they were kept under (every
                  # PS run not faithful: ovs-vswitchd near a core)
-                 *(f"tcp-cc/ps-small-p9-mb{mb}-cubic" for mb in ("0-25", "0-5", "1")))
+                 *(f"tcp-cc/ps-small-p9-mb{mb}-cubic" for mb in ("0-25", "0-5", "1")),
+                 # 09:30-09:44, pre-registered in commits 28635f37 and b8f8fe31: the same at 5 Mbit/s, where
+                 # PS is faithful (but at 0.0625 MiB), 0.0625 to 2 MiB; halves by name (0.125, 0.5, 2 fit)
+                 *(f"tcp-cc/ps-small-p9-bw5-mb{mb}-cubic" for mb in ("0-0625", "0-125", "0-1875", "0-25", "0-5", "1",
+                                                                     "2")))
 
 
 def host_tcp(run: dict) -> str:
@@ -301,6 +305,38 @@ def fit_incast_past_slack(points) -> tuple[float, float]:
     best = min((least_squares(resid, np.array(v, float), bounds=([0, 0], [np.inf, np.inf]), method="trf")
                 for v in starts), key=lambda res: float(np.sum(res.fun ** 2)))
     return float(best.x[0]), 0.0 if one_rate else float(best.x[1] * bscale)
+
+
+def fit_incast_share(points, hi: float = 4.0) -> float:
+    """c minimizing sum ((base + past_slack(x min(S, c f), h)) / measured - 1)^2 over `points`,
+    each (measured s, base s: simulated plus L x rounds, x: extra converging flows per sync, S:
+    the incast start-up per flow in seconds, f: one converging flow's bytes at the hosts' link
+    rate in seconds, h: the sync's slack): the share of its own bytes a flow's start-up is capped
+    at (`fanin.capped_startup`), with S fixed (fitted on the runs of 2 MiB or more). Piecewise
+    smooth in c and flat past where no run's cap binds: a grid over [0, hi] then scipy's bounded
+    search around its best; the smallest c of the flat best is kept. Pure; ValueError without a
+    run with converging flows."""
+    import numpy as np
+    from scipy.optimize import minimize_scalar
+
+    pts = np.array([[float(m), float(b), float(x), float(S), float(f), max(0.0, float(h))]
+                    for m, b, x, S, f, h in points if float(m) > 0])
+    if not len(pts) or not (pts[:, 2] > 0).any():
+        raise ValueError(f"fitting an incast share needs a run with converging flows, got {len(pts)} run(s)")
+    m, b, x, S, f, h = pts.T
+
+    def cost(c: float) -> float:
+        charged = np.maximum(0.0, x * np.minimum(S, c * f) - h)
+        return float(np.sum(((b + charged) / m - 1.0) ** 2))
+
+    grid = np.linspace(0.0, hi, 4001)
+    costs = np.array([cost(c) for c in grid])
+    i = int(np.argmin(costs))
+    lo_, hi_ = grid[max(0, i - 1)], grid[min(len(grid) - 1, i + 1)]
+    res = minimize_scalar(cost, bounds=(lo_, hi_), method="bounded", options={"xatol": 1e-6})
+    best = float(res.x) if res.fun <= costs[i] else float(grid[i])
+    flat = grid[costs <= cost(best) + 1e-12]  # past every cap the cost stops changing: keep the least c
+    return float(min(best, flat.min())) if len(flat) else best
 
 
 def _sources(folders) -> tuple:
@@ -1056,10 +1092,14 @@ def round_latency_of(r: dict, lat: float, own: dict) -> float:
 
 def charged_incast(r: dict, incast) -> bool:
     """Whether a row pays its executor's incast start-up: an algorithm of `incast` (those that have
-    one: `incast_fit`'s keys or `FanIn.incast`), at 2 MiB or more, as L is fitted (below, LeNet-5's
-    PS with 8 flows into each NIC lost about a fifth of the seconds the 2 MiB ones do; our
-    reading: its flows fit in the switch's queue)."""
-    return r["algorithm"] in incast and r["gradient_bytes"] >= LATENCY_MIN_BYTES
+    one: `incast_fit`'s keys or `FanIn.incast`), at 2 MiB or more, as L is fitted; at any size
+    where its start-up is capped by a share of the flow's bytes (`incast` a dict whose record has
+    "flow_share": the validation's since 2026-12-04, `row_startup`). The start-up's time and bytes
+    are fitted on the runs of 2 MiB or more only, its share on every size."""
+    if r["algorithm"] not in incast:
+        return False
+    capped = isinstance(incast, dict) and (incast.get(r["algorithm"]) or {}).get("flow_share")
+    return bool(capped) or r["gradient_bytes"] >= LATENCY_MIN_BYTES
 
 
 def _flow_model(r: dict, lat: float) -> float:
@@ -1082,6 +1122,23 @@ def one_switch_input(r: dict) -> bool:
     return _one_input(r["topology"])
 
 
+def ps_flow_bytes(r: dict) -> float:
+    """Bytes of one flow into a PS row's busiest NIC: its gradient over its shards (the dedicated
+    servers, else every worker), what `fanin.converging_bytes` finds in a PS plan's steps."""
+    run = r.get("run") or {}
+    shards = num(run.get("servers")) or num(run.get("workers")) or r.get("workers")
+    return r["gradient_bytes"] / shards if shards else 0.0
+
+
+def row_startup(r: dict, inc: dict | None) -> float:
+    """Seconds per converging flow beyond the first that `inc` charges row `r` (before the slack):
+    its time plus bytes at the row's hosts' link rate (`incast_startup`), capped, where `inc` has
+    a flow share, at that share of the row's flow bytes at the same rate (`capped_startup`)."""
+    per = incast_startup(inc, r["link_mbps"])
+    share = (inc or {}).get("flow_share", 0.0)
+    return capped_startup(per, ps_flow_bytes(r), r["link_mbps"], share) if share else per
+
+
 def incast_charge(r: dict, per_flow: float, one_input_free: bool = True) -> float:
     """Seconds a row's sync is charged for its converging flows at `per_flow` seconds each only
     past its `incast_slack` (`fanin.past_slack`, as `core.past_slack` charges a new projection)
@@ -1093,7 +1150,7 @@ def incast_charge(r: dict, per_flow: float, one_input_free: bool = True) -> floa
 
 
 def incast_fit(rows, lat: float, algos: tuple, time_only: bool = False, past_slack: bool = False,
-               one_input_free: bool = False) -> dict:
+               one_input_free: bool = False, flow_share: bool = False) -> dict:
     """{algorithm of `algos`: its incast start-up {"seconds": t, "bytes": b}}, per flow into a
     step's busiest NIC beyond the first (`fanin.extra_flows`, summed over a sync: `extra_flows`)
     t seconds plus b bytes at the hosts' link rate (`fanin.incast_startup`), fitted as L is
@@ -1105,8 +1162,11 @@ def incast_fit(rows, lat: float, algos: tuple, time_only: bool = False, past_sla
     With `past_slack`, the start-up charged only past the row's `incast_slack`
     (`fit_incast_past_slack`: form B of the PS scan's table); with `one_input_free` too, rows whose
     NICs have one switch input (`one_switch_input`) are charged nothing and so not fitted on (form
-    C, the validation's since 2026-12-04). Each record says its form ("past_slack",
-    "one_switch_input_free")."""
+    C, the validation's since 2026-12-04). With `flow_share` too, then the share of a flow's own
+    bytes its start-up is capped at ("flow_share", `fit_incast_share`), fitted with (t, b) kept on
+    the same executor's faithful fit-half runs of every gradient size ("flow_share_runs"): form D,
+    the validation's since the afternoon of 2026-12-04, charged at every size. Each record says
+    its form ("past_slack", "one_switch_input_free", "flow_share")."""
     out = {}
     for algo in algos:
         mine = [r for r in rows if r["algorithm"] == algo and r["fit"] and not r["superseded"]
@@ -1126,7 +1186,22 @@ def incast_fit(rows, lat: float, algos: tuple, time_only: bool = False, past_sla
                      "runs": len(pts), "max_workers": max(r["workers"] for r in mine),
                      "rates_mbps": sorted({r["link_mbps"] for r in mine}),
                      "experiments": sorted({r["experiment"] for r in mine})}
+        if flow_share:
+            out[algo].update(_share_fit(rows, lat, algo, out[algo], one_input_free))
     return out
+
+
+def _share_fit(rows, lat: float, algo: str, inc: dict, one_input_free: bool) -> dict:
+    """{"flow_share": c, "flow_share_runs": n, "flow_share_min_mib": smallest gradient}: `fit_incast_share`
+    on `algo`'s faithful fit-half runs of every size (as `incast_fit` picks them, the size aside),
+    the start-up's time and bytes `inc` kept, charged past the slack."""
+    mine = [r for r in rows if r["algorithm"] == algo and r["fit"] and not r["superseded"]
+            and r.get("extra_flows") and not r.get("oversubscribed")
+            and not (one_input_free and one_switch_input(r))]
+    pts = [(r["measured_seconds"], _flow_model(r, lat), r["extra_flows"], incast_startup(inc, r["link_mbps"]),
+            8 * ps_flow_bytes(r) / (r["link_mbps"] * 1e6), incast_slack(r)) for r in mine]
+    return {"flow_share": fit_incast_share(pts), "flow_share_runs": len(pts),
+            "flow_share_min_mib": min(r["gradient_bytes"] for r in mine) / MB}
 
 
 def _fan_in_rows(data: dict, fan: FanIn = BBR_FAN_IN) -> tuple[dict, float, list[dict]]:
@@ -1176,14 +1251,15 @@ def _fan_in_rows(data: dict, fan: FanIn = BBR_FAN_IN) -> tuple[dict, float, list
                 unfaithful.append(row)  # shown, marked, beside the faithful ones (_oversubscribed_runs, _below_threshold)
     own = own_latency(out, lat)
     # the validation's form (C): charged past the slack, none into NICs of two-port switches
-    inc = incast_fit(out, lat, fan.incast, past_slack=True, one_input_free=True)
+    inc = incast_fit(out, lat, fan.incast, past_slack=True, one_input_free=True, flow_share=True)
     over = fit.get("oversubscribed") or {}
     if over.get("fitted") and "incast" not in over:
         raise ValueError(f"{fan.fit_rel} fitted e_o with an incast start-up in seconds alone; the start-up now has a "
                          f"time and a share in bytes: rerun `{fan.command}` and the fan-in projections")
     for algo, c in (over.get("incast") or {}).items():
         now = inc.get(algo) or {"seconds": 0.0, "bytes": 0.0}
-        if abs(c["seconds"] - now["seconds"]) > 1e-6 or abs(c.get("bytes", 0.0) - now["bytes"]) > 1e-3 or (
+        if abs(c["seconds"] - now["seconds"]) > 1e-6 or abs(c.get("bytes", 0.0) - now["bytes"]) > 1e-3 or abs(
+                c.get("flow_share", 0.0) - now.get("flow_share", 0.0)) > 1e-6 or (
                 c.get("past_slack"), c.get("one_switch_input_free")) != (True, True):
             raise ValueError(f"{fan.fit_rel} fitted e_o with {algo.upper()}'s incast start-up at "
                              f"{incast_label(c)}, the fit now gives {incast_label(now)}: rerun `{fan.command}` "
@@ -1191,7 +1267,7 @@ def _fan_in_rows(data: dict, fan: FanIn = BBR_FAN_IN) -> tuple[dict, float, list
     for r in out + unfaithful:
         # layer-wise plans (no rounds) pay their own measured start-ups, as in projection-validation
         r["fan_in_l"] = round_latency_of(r, lat, own)
-        r["fan_in_incast"] = (incast_startup(inc[r["algorithm"]], r["link_mbps"])
+        r["fan_in_incast"] = (row_startup(r, inc[r["algorithm"]])
                               if charged_incast(r, inc) and not one_switch_input(r) else 0.0)
         r["fan_in_incast_charged"] = incast_charge(r, r["fan_in_incast"])
         r["fan_in_seconds"] = r["fan_in_sim"] + r["fan_in_l"] * (r["rounds"] or 0) + r["fan_in_incast_charged"]
@@ -1217,7 +1293,9 @@ def calibration_record(data: dict, fan: FanIn) -> dict:
             "incast_by_algorithm": {a: {"seconds": x["seconds"], "bytes": x["bytes"],
                                         "past_slack": x["past_slack"],
                                         "one_switch_input_free": x["one_switch_input_free"],
-                                        "min_gradient_bytes": LATENCY_MIN_BYTES,
+                                        "flow_share": x.get("flow_share", 0.0),
+                                        # capped by a share of the flow's bytes: charged at every size
+                                        "min_gradient_bytes": 0 if x.get("flow_share") else LATENCY_MIN_BYTES,
                                         "runs": x["runs"], "max_workers_fitted": x["max_workers"]}
                                     for a, x in sorted(inc.items())},
             "folders": len(fan.folders), "faithful_runs": len(rows),
@@ -1273,7 +1351,7 @@ def projection_ps_incast_scan(data: dict) -> list[str]:
     alone = incast_fit(rows, lat, ("ps",), time_only=True)["ps"]["seconds"]
     every = incast_fit(rows, lat, ("ps",))["ps"]  # charged on every step: the validation's form until 2026-12-04
     slack = incast_fit(rows, lat, ("ps",), past_slack=True)["ps"]
-    slack1 = inc  # the validation's: past the slack, none through one switch input
+    slack1 = {k: v for k, v in inc.items() if k != "flow_share"}  # C: past the slack, none through one switch input
     by = {r["folder"]: r for r in rows if r["algorithm"] == "ps"}
     cells = []
     for folder, run_dir in PS_SCAN:
@@ -1305,15 +1383,16 @@ def projection_ps_incast_scan(data: dict) -> list[str]:
                   "sim/meas, start-up on every step", "sim/meas, start-up past the slack (two-port rule off)",
                   "TCP timeouts per sync (all hosts)",
                   "retransmissions D-SACKed (spurious)", "retransmitted"], cells) + [
-        "", f"The incast start-up (the validation's and `--calibration cubic`'s since 2026-12-04, form C): "
-            f"{incast_label(inc)} per flow into a NIC beyond the first, charged only past the sync's slack and "
-            f"not into NICs of two-port switches, fitted on "
-            f"{inc['runs']} fit-half PS runs of up to {inc['max_workers']} workers at "
-            f"{', '.join(f'{x:g}' for x in inc['rates_mbps'])} Mbit/s; as a time alone (the form until 2026-12-03, "
+        "", f"The incast start-up (the validation's and `--calibration cubic`'s since the afternoon of 2026-12-04, "
+            f"form D): {incast_label(inc)} per flow into a NIC beyond the first, charged only past the sync's slack "
+            f"and not into NICs of two-port switches, its time and bytes fitted on "
+            f"{inc['runs']} fit-half PS runs of 2 MiB or more of up to {inc['max_workers']} workers at "
+            f"{', '.join(f'{x:g}' for x in inc['rates_mbps'])} Mbit/s (form C: the same uncapped), its share on "
+            f"{inc.get('flow_share_runs', 0)} fit-half PS runs of every size; as a time alone (the form until 2026-12-03, "
             f"the column \"a time alone\"), {alone * 1e3:.1f} ms on the same runs; charged on every step (A, the "
             f"validation's until 2026-12-04), {incast_label(every)}; charged only past the slack with the two-port "
             f"rule off (B), {incast_label(slack)} on the same runs.", ""] + _past_slack_check(rows, lat, every, slack, slack1,
-                                                                                 fit["unfaithful_shown"])
+                                                                                 fit["unfaithful_shown"], inc)
 
 
 # PS runs named into the held-out half and pre-registered, with each form's charge, in the
@@ -1338,7 +1417,8 @@ def _past_slack_ratio(r: dict, model: float, inc: dict, one_input_free: bool = F
                         r["measured_seconds"])
 
 
-def _past_slack_check(rows, lat: float, every: dict, slack: dict, slack1: dict, unfaithful=()) -> list[str]:
+def _past_slack_check(rows, lat: float, every: dict, slack: dict, slack1: dict, unfaithful=(),
+                      charged: dict | None = None) -> list[str]:
     """The start-up charged on every step (A) against the start-up charged only past the slack
     (B), and past the slack with none into NICs of one switch input (C, the validation's since
     2026-12-04: each row's fan_in_ratio), each fitted on the same fit-half runs (those it
@@ -1382,25 +1462,42 @@ def _past_slack_check(rows, lat: float, every: dict, slack: dict, slack1: dict, 
                      *(f"sim/meas, start-up {form}" for form, _ in forms)], tests) + [
         "", "What the same runs lost per flow into a NIC beyond the first where their NICs are their "
         "busiest links (no slack), by topology and the hosts' link rate (both halves):", ""] + _lost_per_flow(runs, lat) + [
-        ""] + _below_threshold(rows + list(unfaithful), slack1)
+        ""] + _below_threshold(rows + list(unfaithful), charged or slack1)
 
 
 def _below_threshold(rows, inc: dict) -> list[str]:
-    """Why the start-up stays off under 2 MiB (`charged_incast`): every PS run of today's executor
-    with a smaller gradient, simulated / measured as charged (L alone) and with form C's start-up
-    charged as well, both halves; those not faithful after the others, marked (in no count)."""
+    """PS under 2 MiB, where form C charged no start-up and form D (the validation's since the
+    afternoon of 2026-12-04) charges one capped by a share of the flow's bytes: every PS run of
+    today's executor with a smaller gradient, simulated / measured with L alone, with form C's
+    start-up in full, and as charged (D), both halves, and per half how many are within 10%;
+    those not faithful after the others, marked (in no count)."""
     small = [r for r in rows if r["algorithm"] == "ps" and r["faithful"] is not None and not r["superseded"]
              and r["gradient_bytes"] < LATENCY_MIN_BYTES and r.get("extra_flows")]
-    small.sort(key=lambda r: r["faithful"] is not True)
-    cells = [[r["experiment"], r["topology"], str(r["workers"]), f"{r['gradient_bytes'] / MB:.2f}",
-              ("fit" if r["fit"] else "held out") + ("" if r["faithful"] is True else ", faithful: **NO**"),
-              fmt(r["fan_in_ratio"], ".2f"),
-              fmt(common.ratio(r["fan_in_seconds"] + incast_charge(r, incast_startup(inc, r["link_mbps"])),
-                               r["measured_seconds"]), ".2f")] for r in small]
-    return ([f"PS under {LATENCY_MIN_BYTES / MB:g} MiB, where the start-up is not charged, and what charging form C's "
-             "there would give (both halves; runs not faithful last, marked):", ""]
-            + table(["file", "topology", "P", "gradient MiB", "half", "sim/meas as charged (L alone)",
-                     "sim/meas with form C's start-up"], cells))
+    small.sort(key=lambda r: (r["faithful"] is not True, not r["fit"], r["link_mbps"], r["gradient_bytes"]))
+    full = {k: v for k, v in inc.items() if k != "flow_share"}
+    cells, tally = [], {True: [], False: []}
+    for r in small:
+        alone = r["fan_in_seconds"] - r["fan_in_incast_charged"]
+        if r["faithful"] is True:
+            tally[r["fit"]].append(r["fan_in_ratio"])
+        cells.append([r["experiment"], r["topology"], str(r["workers"]), f"{r['gradient_bytes'] / MB:.2f}",
+                      f"{fmt(r['link_mbps'], 'g')}", f"{ps_flow_bytes(r) / 1e3:.1f}",
+                      ("fit" if r["fit"] else "held out") + ("" if r["faithful"] is True else ", faithful: **NO**"),
+                      fmt(common.ratio(alone, r["measured_seconds"]), ".2f"),
+                      fmt(common.ratio(alone + incast_charge(r, incast_startup(full, r["link_mbps"])),
+                                       r["measured_seconds"]), ".2f"),
+                      fmt(r["fan_in_ratio"], ".2f")])
+    counts = "; ".join(f"{half}: {_within(tally[h])} of {len(tally[h])} within {TOLERANCE:.0%}"
+                       + (f" ({span(tally[h])})" if tally[h] else "")
+                       for h, half in ((True, "fit half"), (False, "held out")))
+    return ([f"PS under {LATENCY_MIN_BYTES / MB:g} MiB: with L alone (form C charged no start-up there), with form "
+             f"C's start-up in full, and as charged now (form D: {incast_label(inc)}, the share fitted on "
+             f"{inc.get('flow_share_runs', 0)} fit-half PS runs of every size from "
+             f"{fmt(inc.get('flow_share_min_mib'), '.2f')} MiB); both halves, runs not faithful last, marked:", ""]
+            + table(["file", "topology", "P", "gradient MiB", "hosts' links Mbit/s", "one flow kB", "half",
+                     "sim/meas, L alone", "sim/meas, form C's start-up in full", "sim/meas as charged (form D)"],
+                    cells)
+            + ["", f"Faithful PS runs under {LATENCY_MIN_BYTES / MB:g} MiB as charged (form D): {counts}."])
 
 
 def _lost_per_flow(runs, lat: float) -> list[str]:
@@ -1726,10 +1823,14 @@ def projection_fan_in(data: dict, fan: FanIn = BBR_FAN_IN) -> list[str]:
         lines.append(f"- {algo.upper()}'s converging flows: e = 1 and an incast start-up of **{incast_label(x)} "
                      f"per flow** into a step's busiest NIC beyond the first, fitted as L is (simulated + L x "
                      f"rounds + the start-up x those flows, `fit_incast`), on its own {x['runs']} faithful fit-half "
-                     f"run{'' if x['runs'] == 1 else 's'} of 2 MiB or more ({', '.join(x['experiments'])}), and "
-                     f"charged at 2 MiB or more (below, L alone)"
+                     f"run{'' if x['runs'] == 1 else 's'} of 2 MiB or more ({', '.join(x['experiments'])}), "
+                     + (f"no more per flow than **{x['flow_share']:.2f} of that flow's own bytes** at the same "
+                        f"rate (the share fitted after, `fit_incast_share`, on its {x['flow_share_runs']} faithful "
+                        f"fit-half runs of every size, down to {x['flow_share_min_mib']:.2f} MiB), and charged at every "
+                        f"size" if x.get("flow_share") else "and charged at 2 MiB or more (below, L alone)")
                      + (", only past the sync's slack (the seconds its busiest link needs beyond its NICs') and "
-                        "nothing into NICs of two-port switches (BCube(2,k)): form C of \"Charged only past the "
+                        "nothing into NICs of two-port switches (BCube(2,k)): form "
+                        f"{'D' if x.get('flow_share') else 'C'} of \"Charged only past the "
                         "slack\" below, what `core.past_slack` charges a new projection"
                         if x.get("past_slack") else "") + ".")
     over = fit.get("oversubscribed") or {}
