@@ -186,6 +186,9 @@ class SimForm:
     # per step, the seconds of each of those flows (`incast_steps`: the incast start-up, capped by
     # the step's flow bytes where a share is given); [] where none is charged
     incast_per_flow: list = field(default_factory=list)
+    # per step, the mean bytes of one flow into its busiest NIC (fanin.converging_bytes) where a
+    # share caps the start-up (what the record's incast_flow_bytes reports); [] otherwise
+    converging_flow_bytes: list = field(default_factory=list)
 
     @property
     def syncs(self) -> int:
@@ -263,7 +266,7 @@ def simulated_form(algo: base.Algorithm, plan: dict, round_latency: float = 0.0,
         extra, inc = fanin.extra_flows(steps), incast_steps(steps, incast, incast_cap)
         return SimForm(steps, [0.0] * n * len(per), _startups(rounds * len(per), extra, round_latency, inc),
                        before=b, after=a, per_sync=n, warmup=int(warmup), bytes_source="logged", extra_flows=extra,
-                       incast_per_flow=inc)
+                       incast_per_flow=inc, converging_flow_bytes=_flow_bytes(steps, incast_cap))
     modelled = algo.data_dependent
     steps = algo.modelled_steps(plan) if modelled else algo.simulated_steps(plan)
     source = "model" if modelled else "plan"
@@ -280,7 +283,13 @@ def simulated_form(algo: base.Algorithm, plan: dict, round_latency: float = 0.0,
         raise ValueError(f"{algo.name}: {len(rounds)} round counts for {len(steps)} steps")
     extra, inc = fanin.extra_flows(steps), incast_steps(steps, incast, incast_cap)
     return SimForm(steps, [0.0] * len(steps), _startups(rounds, extra, round_latency, inc), before=b, after=a,
-                   bytes_source=source, extra_flows=extra, incast_per_flow=inc)
+                   bytes_source=source, extra_flows=extra, incast_per_flow=inc,
+                   converging_flow_bytes=_flow_bytes(steps, incast_cap))
+
+
+def _flow_bytes(steps, cap) -> list:
+    """Per step, `fanin.converging_bytes` where a share caps the start-up, else []."""
+    return [fanin.converging_bytes(s) for s in steps] if cap and cap[0] else []
 
 
 def incast_steps(steps, incast: float, cap: tuple | None = None) -> list:
@@ -1149,13 +1158,17 @@ def _incast_charged(p: Prepared, form: SimForm, slack: float) -> tuple[SimForm, 
     return form, sum(i * x for i, x in zip(inc, form.extra_flows))
 
 
-def _incast_record(p: Prepared, charged_per_sync: float) -> dict:
-    """The run record's incast facts: how the start-up was charged and its seconds per sync."""
+def _incast_record(p: Prepared, form: SimForm, charged_per_sync: float) -> dict:
+    """The run record's incast facts: how the start-up was charged, its seconds per sync, and
+    where a share caps it, that share and the smallest flow it capped (`incast_flow_bytes`: the
+    least mean bytes of a flow into a step's busiest NIC over the steps with extra flows)."""
     if not incast_of(p.req, p.topo, p.hosts):
         return {"incast_charged": "none: the NICs' switches have two ports"} if p.req.incast else {}
+    flows = [b for b, x in zip(form.converging_flow_bytes, form.extra_flows) if x]
     return {"incast_charged": "past the slack" if p.req.incast_past_slack else "every step",
             "incast_charged_seconds_per_sync": charged_per_sync,
-            **({"incast_flow_share": p.req.incast_flow_share} if p.req.incast_flow_share else {})}
+            **({"incast_flow_share": p.req.incast_flow_share,
+                "incast_flow_bytes": min(flows) if flows else None} if p.req.incast_flow_share else {})}
 
 
 def project(req: Request | Prepared, topo: Topology | None = None, inspect: bool = False, log=None) -> dict:
@@ -1213,7 +1226,7 @@ def project(req: Request | Prepared, topo: Topology | None = None, inspect: bool
         "rounds_per_sync": None if form.overlapped else sum(algo.step_rounds(p.plan)),
         "incast_seconds": incast_of(p.req, p.topo, p.hosts), "incast_bytes": p.req.incast_bytes,
         "extra_flows_per_sync": None if form.overlapped else form.extra_flows_per_sync,
-        **_incast_record(p, charged / syncs),
+        **_incast_record(p, form, charged / syncs),
         "bound_seconds": bound, "bound_nonblocking_seconds": nonblocking,
         "sync_over_bound": t / bound if bound else None,
         "payload_bytes_expected": per_sync, "payload_bytes_simulated": simulated_nics,
@@ -1300,6 +1313,7 @@ def _prepare_orbits(req: Request, topo: Topology, name: str, raw: dict, workers:
     startups = _startups(rounds, extra, req.round_latency, inc)
     sim_form = SimForm([], [0.0] * len(blocks), startups,
                        before=before, after=after, extra_flows=extra, incast_per_flow=inc,
+                       converging_flow_bytes=_flow_bytes(blocks, incast_cap_of(req, topo, hosts)),
                        bytes_source="model" if algo.data_dependent else "plan")  # data-dependent: its modelled blocks
     need = estimate_memory(topo, form.info["routes_walked"], 6, sum(form.info["classes_per_step"]))
     cpu = estimate_seconds(topo, form.info["routes_walked"], form.info["classes_per_step"],
@@ -1359,7 +1373,7 @@ def _project_orbits(p: Prepared, t0: float, inspect: bool, log=None) -> dict:
         "simulated_seconds": t, "round_latency_seconds": p.req.round_latency,
         "rounds_per_sync": sum(algo.step_rounds(p.plan)),
         "incast_seconds": incast_of(p.req, p.topo, p.hosts), "incast_bytes": p.req.incast_bytes,
-        "extra_flows_per_sync": p.form.extra_flows_per_sync, **_incast_record(p, charged),
+        "extra_flows_per_sync": p.form.extra_flows_per_sync, **_incast_record(p, form, charged),
         "bound_seconds": bound, "bound_nonblocking_seconds": nonblocking,
         "sync_over_bound": t / bound if bound else None,
         "payload_bytes_expected": per_sync, "payload_bytes_simulated": simulated_nics,

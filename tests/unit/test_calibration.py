@@ -198,3 +198,23 @@ def test_the_report_says_when_ps_converges_more_flows_than_the_incast_start_up_w
 
     assert "Beyond the fitted range" not in report(most)
     assert f"**Beyond the fitted range:** PS at P = {most + 8} converge" in report(most + 8)
+
+
+def test_the_report_says_when_ps_flows_are_smaller_than_the_cap_was_fitted_down_to():
+    """Form D's share was fitted on flows of two frames or more; PS at P = 1024 with 4 MiB sends
+    flows of 4 kB, where the emulation's sub-frame runs lost far more than the cap charges."""
+    from emulation.report.projection import render
+
+    cal = calibration.load("cubic")
+    least = cal["incast_by_algorithm"]["ps"]["flow_share_min_flow_bytes"]
+    assert least > 9000  # two frames at MTU 9000: what the fit half reached
+
+    def report(flow):
+        run = {"topology": "fattree(16)", "algorithm": "ps", "algo_spec": "ps", "workers": 16, "model": "synthetic,mb=2",
+               "incast_seconds": cal["incast_by_algorithm"]["ps"]["seconds"], "round_latency_seconds": 0.003,
+               "incast_flow_share": cal["incast_by_algorithm"]["ps"]["flow_share"], "incast_flow_bytes": flow,
+               "median_sync_seconds": 1.0, "bound_seconds": 0.9, "simulator": {"network_model": {"name": "CM02"}}}
+        return render({"experiment": "x", "status": "ok", "runs": [run], "calibration": cal}, [])
+
+    assert "Below the fitted flow size" not in report(least)
+    assert "**Below the fitted flow size:** PS on fattree(16) at P = 16 (4.1 kB)" in report(4096)

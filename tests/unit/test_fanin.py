@@ -688,7 +688,8 @@ def test_a_calibrated_projection_caps_each_steps_start_up_by_its_flows_bytes():
     flow = 0.25 * 2**20 / 4 // 9 * 4  # a shard of the gradient, in whole float32 elements
     per = min(0.038, 0.5 * 8 * flow / 5e6)
     x = capped["extra_flows_per_sync"]
-    assert x == 14 and capped["incast_flow_share"] == 0.5  # 8 flows into each NIC per phase, 7 extra and "incast_flow_share" not in whole
+    assert x == 14 and capped["incast_flow_share"] == 0.5  # 8 flows into each NIC per phase, 7 extra
+    assert capped["incast_flow_bytes"] == pytest.approx(flow, rel=1e-3)  # the smallest flow it capped and "incast_flow_share" not in whole
     assert capped["simulated_seconds"] == pytest.approx(plain["simulated_seconds"] + per * x, rel=1e-3)
     assert whole["simulated_seconds"] == pytest.approx(plain["simulated_seconds"] + 0.038 * x, rel=1e-6)
     steps = [[]]  # an empty step sends nothing: the start-up as given (it has no extra flow to charge)

@@ -1192,7 +1192,8 @@ def incast_fit(rows, lat: float, algos: tuple, time_only: bool = False, past_sla
 
 
 def _share_fit(rows, lat: float, algo: str, inc: dict, one_input_free: bool) -> dict:
-    """{"flow_share": c, "flow_share_runs": n, "flow_share_min_mib": smallest gradient}: `fit_incast_share`
+    """{"flow_share": c, "flow_share_runs": n, "flow_share_min_mib": smallest gradient,
+    "flow_share_min_flow_bytes": smallest flow}: `fit_incast_share`
     on `algo`'s faithful fit-half runs of every size (as `incast_fit` picks them, the size aside),
     the start-up's time and bytes `inc` kept, charged past the slack."""
     mine = [r for r in rows if r["algorithm"] == algo and r["fit"] and not r["superseded"]
@@ -1201,7 +1202,8 @@ def _share_fit(rows, lat: float, algo: str, inc: dict, one_input_free: bool) -> 
     pts = [(r["measured_seconds"], _flow_model(r, lat), r["extra_flows"], incast_startup(inc, r["link_mbps"]),
             8 * ps_flow_bytes(r) / (r["link_mbps"] * 1e6), incast_slack(r)) for r in mine]
     return {"flow_share": fit_incast_share(pts), "flow_share_runs": len(pts),
-            "flow_share_min_mib": min(r["gradient_bytes"] for r in mine) / MB}
+            "flow_share_min_mib": min(r["gradient_bytes"] for r in mine) / MB,
+            "flow_share_min_flow_bytes": min(ps_flow_bytes(r) for r in mine)}
 
 
 def _fan_in_rows(data: dict, fan: FanIn = BBR_FAN_IN) -> tuple[dict, float, list[dict]]:
@@ -1294,6 +1296,8 @@ def calibration_record(data: dict, fan: FanIn) -> dict:
                                         "past_slack": x["past_slack"],
                                         "one_switch_input_free": x["one_switch_input_free"],
                                         "flow_share": x.get("flow_share", 0.0),
+                                        # the smallest flow the share was fitted on (a report flags smaller)
+                                        "flow_share_min_flow_bytes": x.get("flow_share_min_flow_bytes", 0.0),
                                         # capped by a share of the flow's bytes: charged at every size
                                         "min_gradient_bytes": 0 if x.get("flow_share") else LATENCY_MIN_BYTES,
                                         "runs": x["runs"], "max_workers_fitted": x["max_workers"]}
