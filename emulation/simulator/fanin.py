@@ -154,34 +154,12 @@ def fan_in(steps_links) -> int:
     return max((max(Counter(s).values()) for s in steps_links if s), default=0)
 
 
-def converging(step) -> int:
-    """Most flows into one NIC in one step: `Flow`s or `FlowBlock`s (each dst of a block receives
-    from its srcs but itself), counted by destination rank and NIC, flows of 0 bytes left out.
-    1 where every NIC receives one flow at a time (a ring's round), P - 1 in a sharded PS phase
-    on one NIC per host; 0 for an empty step."""
-    from collections import Counter
-
-    into: Counter = Counter()
-    for f in step:
-        if f.bytes <= 0:
-            continue
-        if hasattr(f, "srcs"):
-            srcs = set(f.srcs)
-            for d in f.dsts:
-                into[(d, f.nic)] += len(f.srcs) - (d in srcs)
-        else:
-            into[(f.dst, f.nic)] += 1
-    return max(into.values(), default=0)
-
-
-def converging_bytes(step) -> float:
-    """Mean bytes of one flow into the busiest NICs of a step (those `converging` counts most
-    flows into; `Flow`s or `FlowBlock`s, flows of 0 bytes left out): what a capped incast
-    start-up compares with (`capped_startup`). G / P in a sharded PS phase of a gradient of G
-    bytes on P ranks; 0.0 for an empty step."""
+def _into(step) -> dict:
+    """{(destination rank, NIC): [flows, bytes]} of a step's `Flow`s or `FlowBlock`s (each dst of a
+    block receives from its srcs but itself), flows of 0 bytes left out."""
     from collections import defaultdict
 
-    into: dict = defaultdict(lambda: [0, 0.0])  # (rank, nic) -> [flows, bytes]
+    into: dict = defaultdict(lambda: [0, 0.0])
     for f in step:
         if f.bytes <= 0:
             continue
@@ -194,8 +172,25 @@ def converging_bytes(step) -> float:
         else:
             into[(f.dst, f.nic)][0] += 1
             into[(f.dst, f.nic)][1] += f.bytes
-    most = max((n for n, _ in into.values()), default=0)
-    busiest = [(n, b) for n, b in into.values() if n == most and n > 0]
+    return into
+
+
+def converging(step) -> int:
+    """Most flows into one NIC in one step: `Flow`s or `FlowBlock`s (each dst of a block receives
+    from its srcs but itself), counted by destination rank and NIC, flows of 0 bytes left out.
+    1 where every NIC receives one flow at a time (a ring's round), P - 1 in a sharded PS phase
+    on one NIC per host; 0 for an empty step."""
+    return max((n for n, _ in _into(step).values()), default=0)
+
+
+def converging_bytes(step) -> float:
+    """Mean bytes of one flow into the busiest NICs of a step (those `converging` counts most
+    flows into; `Flow`s or `FlowBlock`s, flows of 0 bytes left out): what a capped incast
+    start-up compares with (`capped_startup`). G / P in a sharded PS phase of a gradient of G
+    bytes on P ranks; 0.0 for an empty step."""
+    into = _into(step).values()
+    most = max((n for n, _ in into), default=0)
+    busiest = [(n, b) for n, b in into if n == most and n > 0]
     return sum(b for _, b in busiest) / sum(n for n, _ in busiest) if busiest else 0.0
 
 
