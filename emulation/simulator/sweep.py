@@ -116,14 +116,14 @@ def requests(s: Sweep, measured: dict) -> list[tuple[Request, object]]:
     if s.experiment:
         from emulation import config
 
-        given = dict(s.overrides)
-        if given and s.measured:
+        typed = dict(s.overrides)  # (not `given`: that is the typed cost models above)
+        if typed and s.measured:
             raise ValueError(f"--measured simulates the measured run as it ran: drop "
-                             f"{', '.join('--' + k for k in given)}")
-        if "mb" in given:
-            raise ValueError(f"--mb {given['mb']:g} is for --topo/--algo; with an experiment file give "
-                             f"--model synthetic,mb={given['mb']:g}")
-        cfg = config.load(s.experiment, **{OVERRIDES[k]: v for k, v in given.items()})
+                             f"{', '.join('--' + k for k in typed)}")
+        if "mb" in typed:
+            raise ValueError(f"--mb {typed['mb']:g} is for --topo/--algo; with an experiment file give "
+                             f"--model synthetic,mb={typed['mb']:g}")
+        cfg = config.load(s.experiment, **{OVERRIDES[k]: v for k, v in typed.items()})
         runs = config.validate(cfg)
         out = []
         for run in runs:
