@@ -204,7 +204,9 @@ CUBIC_FOLDERS = ("tcp-cc/hd-cubic", "tcp-cc/default-cubic", "tcp-cc/bml-bcube32-
                  # 09:30-09:44, pre-registered in commits 28635f37 and b8f8fe31: the same at 5 Mbit/s, where
                  # PS is faithful (but at 0.0625 MiB), 0.0625 to 2 MiB; halves by name (0.125, 0.5, 2 fit)
                  *(f"tcp-cc/ps-small-p9-bw5-mb{mb}-cubic" for mb in ("0-0625", "0-125", "0-1875", "0-25", "0-5", "1",
-                                                                     "2")))
+                                                                     "2")),
+                 # 11:08-, pre-registered in commit abe45fa7: form D away from where it was fitted, held out
+                 "tcp-cc/ps-small-k4-p16-bw5-mb0-25-cubic", "tcp-cc/ps-bcube32-bw5-mb0-25-cubic")
 
 
 def host_tcp(run: dict) -> str:
