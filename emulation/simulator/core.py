@@ -263,10 +263,11 @@ def simulated_form(algo: base.Algorithm, plan: dict, round_latency: float = 0.0,
             raise ValueError(f"{algo.name}: {len(rounds)} round counts for {n} steps")
         b, a = _charged(n, len(per), before, after)
         steps = [s for p in per for s in p]
-        extra, inc = fanin.extra_flows(steps), incast_steps(steps, incast, incast_cap)
+        extra, fb = fanin.extra_flows(steps), _flow_bytes(steps, incast_cap)
+        inc = incast_steps(steps, incast, incast_cap, fb)
         return SimForm(steps, [0.0] * n * len(per), _startups(rounds * len(per), extra, round_latency, inc),
                        before=b, after=a, per_sync=n, warmup=int(warmup), bytes_source="logged", extra_flows=extra,
-                       incast_per_flow=inc, converging_flow_bytes=_flow_bytes(steps, incast_cap))
+                       incast_per_flow=inc, converging_flow_bytes=fb)
     modelled = algo.data_dependent
     steps = algo.modelled_steps(plan) if modelled else algo.simulated_steps(plan)
     source = "model" if modelled else "plan"
@@ -281,10 +282,10 @@ def simulated_form(algo: base.Algorithm, plan: dict, round_latency: float = 0.0,
     rounds = algo.step_rounds(plan)
     if len(rounds) != len(steps):
         raise ValueError(f"{algo.name}: {len(rounds)} round counts for {len(steps)} steps")
-    extra, inc = fanin.extra_flows(steps), incast_steps(steps, incast, incast_cap)
+    extra, fb = fanin.extra_flows(steps), _flow_bytes(steps, incast_cap)
+    inc = incast_steps(steps, incast, incast_cap, fb)
     return SimForm(steps, [0.0] * len(steps), _startups(rounds, extra, round_latency, inc), before=b, after=a,
-                   bytes_source=source, extra_flows=extra, incast_per_flow=inc,
-                   converging_flow_bytes=_flow_bytes(steps, incast_cap))
+                   bytes_source=source, extra_flows=extra, incast_per_flow=inc, converging_flow_bytes=fb)
 
 
 def _flow_bytes(steps, cap) -> list:
@@ -292,21 +293,27 @@ def _flow_bytes(steps, cap) -> list:
     return [fanin.converging_bytes(s) for s in steps] if cap and cap[0] else []
 
 
-def incast_steps(steps, incast: float, cap: tuple | None = None) -> list:
+def incast_steps(steps, incast: float, cap: tuple | None = None, flow_bytes: list | None = None) -> list:
     """Per step, the seconds each flow into its busiest NIC beyond the first costs: `incast`, or
     with `cap` (share, hosts' link Mbit/s) no more than that share of the step's flow bytes at
-    that rate (`fanin.capped_startup` of `fanin.converging_bytes`). Pure."""
+    that rate (`fanin.capped_startup` of `fanin.converging_bytes`, or of `flow_bytes` where the
+    caller has them: `_flow_bytes`). Pure."""
     if not cap or not cap[0] or not incast:
         return [incast] * len(steps)
     share, mbps = cap
-    return [fanin.capped_startup(incast, fanin.converging_bytes(s), mbps, share) for s in steps]
+    fb = flow_bytes if flow_bytes else [fanin.converging_bytes(s) for s in steps]
+    return [fanin.capped_startup(incast, b, mbps, share) for b in fb]
+
+
+def _each(incast, n: int) -> list:
+    """An incast start-up per step: `incast` itself where it is a list (`incast_steps`), else n times it."""
+    return incast if isinstance(incast, list) else [incast] * n
 
 
 def _startups(rounds: list, extra: list, round_latency: float, incast) -> list:
     """Each step's start-up: L x its message rounds, plus the incast start-up (seconds per flow,
     one for every step or a list: `incast_steps`) x its extra flows."""
-    inc = incast if isinstance(incast, list) else [incast] * len(extra)
-    return [round_latency * r + i * x for r, x, i in zip(rounds, extra, inc)]
+    return [round_latency * r + i * x for r, x, i in zip(rounds, extra, _each(incast, len(extra)))]
 
 
 def past_slack(form: SimForm, incast, slack: float) -> tuple[SimForm, float]:
@@ -317,7 +324,7 @@ def past_slack(form: SimForm, incast, slack: float) -> tuple[SimForm, float]:
     bound, over the same syncs), at least 0, taken from each step's start-up in proportion to its
     extra flows. A NIC's stalls behind a busier uplink cost the sync nothing (docs/PROJECTION.md,
     "Charged only past the slack": form C, the CUBIC validation's). Pure."""
-    inc = incast if isinstance(incast, list) else [incast] * len(form.extra_flows)
+    inc = _each(incast, len(form.extra_flows))
     total = sum(i * x for i, x in zip(inc, form.extra_flows))
     if total <= 0:
         return form, 0.0
@@ -1154,8 +1161,7 @@ def _incast_charged(p: Prepared, form: SimForm, slack: float) -> tuple[SimForm, 
     incast = form.incast_per_flow or incast_of(p.req, p.topo, p.hosts)
     if p.req.incast_past_slack:
         return past_slack(form, incast, slack)
-    inc = incast if isinstance(incast, list) else [incast] * len(form.extra_flows)
-    return form, sum(i * x for i, x in zip(inc, form.extra_flows))
+    return form, sum(i * x for i, x in zip(_each(incast, len(form.extra_flows)), form.extra_flows))
 
 
 def _incast_record(p: Prepared, form: SimForm, charged_per_sync: float) -> dict:
@@ -1309,11 +1315,12 @@ def _prepare_orbits(req: Request, topo: Topology, name: str, raw: dict, workers:
     before, after = _charged(len(blocks), 1, *algo.compute_charges(plan, dict(req.compute)))
     # no flow listed: steps stays empty, the timing lists have one entry per step of blocks
     extra = fanin.extra_flows(blocks)
-    inc = incast_steps(blocks, incast_of(req, topo, hosts), incast_cap_of(req, topo, hosts))
+    cap = incast_cap_of(req, topo, hosts)
+    fb = _flow_bytes(blocks, cap)
+    inc = incast_steps(blocks, incast_of(req, topo, hosts), cap, fb)
     startups = _startups(rounds, extra, req.round_latency, inc)
     sim_form = SimForm([], [0.0] * len(blocks), startups,
-                       before=before, after=after, extra_flows=extra, incast_per_flow=inc,
-                       converging_flow_bytes=_flow_bytes(blocks, incast_cap_of(req, topo, hosts)),
+                       before=before, after=after, extra_flows=extra, incast_per_flow=inc, converging_flow_bytes=fb,
                        bytes_source="model" if algo.data_dependent else "plan")  # data-dependent: its modelled blocks
     need = estimate_memory(topo, form.info["routes_walked"], 6, sum(form.info["classes_per_step"]))
     cpu = estimate_seconds(topo, form.info["routes_walked"], form.info["classes_per_step"],
