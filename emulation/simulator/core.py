@@ -222,7 +222,7 @@ def _charged(n: int, syncs: int, before: float, after: float) -> tuple[list, lis
 
 def simulated_form(algo: base.Algorithm, plan: dict, round_latency: float = 0.0, costs: dict | None = None,
                    logged: list | None = None, warmup: int = 0, incast: float = 0.0,
-                   incast_cap: tuple | None = None) -> SimForm:
+                   incast_cap: tuple | None = None, arrival=None) -> SimForm:
     """The plan's SimForm (pure); ValueError (one line) where there is none.
 
     `round_latency` (seconds): the start-up of one message round, charged `Algorithm.step_rounds`
@@ -232,7 +232,9 @@ def simulated_form(algo: base.Algorithm, plan: dict, round_latency: float = 0.0,
     converging on one NIC lose to their TCP stalls where that is a time per flow rather than a
     share of the bytes (PS with CUBIC in the hosts: docs/PROJECTION.md, "Fan-in"); with
     `incast_cap` (share, hosts' link Mbit/s) no more per flow than that share of the step's flow
-    bytes at that rate (`incast_steps`). A plan whose
+    bytes at that rate (`incast_steps`). The flows into a NIC are those addressed to it, or with
+    `arrival` (`fanin.arrivals` of the topology) those whose routes enter it: a BCube server
+    receives on the NIC its route ends at and relays on others. A plan whose
     steps overlap backprop (`Algorithm.timeline`) keeps its own start-ups instead (e.g. a measured all-reduce
     start-up a per group, which already prices its rounds).
 
@@ -263,7 +265,7 @@ def simulated_form(algo: base.Algorithm, plan: dict, round_latency: float = 0.0,
             raise ValueError(f"{algo.name}: {len(rounds)} round counts for {n} steps")
         b, a = _charged(n, len(per), before, after)
         steps = [s for p in per for s in p]
-        extra, fb = fanin.extra_flows(steps), _flow_bytes(steps, incast_cap)
+        extra, fb = fanin.extra_flows(steps, arrival), _flow_bytes(steps, incast_cap, arrival)
         inc = incast_steps(steps, incast, incast_cap, fb)
         return SimForm(steps, [0.0] * n * len(per), _startups(rounds * len(per), extra, round_latency, inc),
                        before=b, after=a, per_sync=n, warmup=int(warmup), bytes_source="logged", extra_flows=extra,
@@ -282,15 +284,16 @@ def simulated_form(algo: base.Algorithm, plan: dict, round_latency: float = 0.0,
     rounds = algo.step_rounds(plan)
     if len(rounds) != len(steps):
         raise ValueError(f"{algo.name}: {len(rounds)} round counts for {len(steps)} steps")
-    extra, fb = fanin.extra_flows(steps), _flow_bytes(steps, incast_cap)
+    extra, fb = fanin.extra_flows(steps, arrival), _flow_bytes(steps, incast_cap, arrival)
     inc = incast_steps(steps, incast, incast_cap, fb)
     return SimForm(steps, [0.0] * len(steps), _startups(rounds, extra, round_latency, inc), before=b, after=a,
                    bytes_source=source, extra_flows=extra, incast_per_flow=inc, converging_flow_bytes=fb)
 
 
-def _flow_bytes(steps, cap) -> list:
-    """Per step, `fanin.converging_bytes` where a share caps the start-up, else []."""
-    return [fanin.converging_bytes(s) for s in steps] if cap and cap[0] else []
+def _flow_bytes(steps, cap, arrival=None) -> list:
+    """Per step, `fanin.converging_bytes` (into the NICs `arrival` says, `fanin.arrivals`) where a
+    share caps the start-up, else []."""
+    return [fanin.converging_bytes(s, arrival) for s in steps] if cap and cap[0] else []
 
 
 def incast_steps(steps, incast: float, cap: tuple | None = None, flow_bytes: list | None = None) -> list:
@@ -873,7 +876,7 @@ def checked(req: Request, topo: Topology, hosts: list, algo: base.Algorithm, pla
     if req.logs is not None and algo.data_dependent:
         logged = logged_iterations(req.logs, int(req.syncs or 0))
     form = simulated_form(algo, plan, req.round_latency, costs, logged, req.warmup, incast_of(req, topo, hosts),
-                          incast_cap_of(req, topo, hosts))
+                          incast_cap_of(req, topo, hosts), fanin.arrivals(topo, hosts))
     steps = form.steps
     pairs = pairs_of(steps, hosts)
     hops = route_hops(topo)
@@ -1314,9 +1317,10 @@ def _prepare_orbits(req: Request, topo: Topology, name: str, raw: dict, workers:
         raise ValueError(f"{algo.name}: {len(rounds)} round counts for {len(blocks)} steps")
     before, after = _charged(len(blocks), 1, *algo.compute_charges(plan, dict(req.compute)))
     # no flow listed: steps stays empty, the timing lists have one entry per step of blocks
-    extra = fanin.extra_flows(blocks)
+    arrival = fanin.arrivals(topo, hosts)  # None: orbits take one NIC per host
+    extra = fanin.extra_flows(blocks, arrival)
     cap = incast_cap_of(req, topo, hosts)
-    fb = _flow_bytes(blocks, cap)
+    fb = _flow_bytes(blocks, cap, arrival)
     inc = incast_steps(blocks, incast_of(req, topo, hosts), cap, fb)
     startups = _startups(rounds, extra, req.round_latency, inc)
     sim_form = SimForm([], [0.0] * len(blocks), startups,

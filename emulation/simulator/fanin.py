@@ -154,41 +154,77 @@ def fan_in(steps_links) -> int:
     return max((max(Counter(s).values()) for s in steps_links if s), default=0)
 
 
-def _into(step) -> dict:
-    """{(destination rank, NIC): [flows, bytes]} of a step's `Flow`s or `FlowBlock`s (each dst of a
-    block receives from its srcs but itself), flows of 0 bytes left out."""
+def arrivals(topo, hosts):
+    """Where each flow of a plan enters NICs, on `topo` with ranks on `hosts`: a function
+    (src rank, dst rank, nic) -> the names of the NICs its route enters (`Topology.host_hops`:
+    the destination's, on the link its route ends on, and each relaying server's), cached per
+    triple; None where every host has one NIC, so a flow enters only the NIC it is addressed to.
+    A BCube server receives on the NIC its route ends at, not the one whose address it was sent
+    to (PS addresses every shard to NIC 0; its routes end on every level), and relays what it
+    forwards on another: the flows that converge into one NIC's switch port, what an incast
+    start-up is charged for, are counted there (`converging`). Pure given `topo`."""
+    from emulation.simulator.platform import indexed
+
+    if all(len(topo.host_nics(h)) == 1 for h in topo.hosts()):
+        return None
+    fast, cache = indexed(topo), {}  # its next hops parsed once: BCube servers hold a route per server
+
+    def enter(src: int, dst: int, nic: int) -> tuple:
+        key = (src, dst, nic)
+        if key not in cache:
+            ip = fast.host_nics(hosts[dst])[nic].ip
+            cache[key] = tuple(rx for _, rx in fast.host_hops(hosts[src], ip))
+        return cache[key]
+
+    return enter
+
+
+def _into(step, arrival=None) -> dict:
+    """{NIC: [flows, bytes]} of a step's `Flow`s or `FlowBlock`s (each dst of a block receives
+    from its srcs but itself), flows of 0 bytes left out; a NIC is (destination rank, nic), the
+    NIC each flow is addressed to, or with `arrival` (`arrivals`) each NIC its route enters."""
     from collections import defaultdict
 
     into: dict = defaultdict(lambda: [0, 0.0])
+
+    def add(src: int, dst: int, nic: int, n: int, b: float) -> None:
+        for key in (arrival(src, dst, nic) if arrival else ((dst, nic),)):
+            into[key][0] += n
+            into[key][1] += n * b
+
     for f in step:
         if f.bytes <= 0:
             continue
         if hasattr(f, "srcs"):
+            if arrival:
+                for d in f.dsts:
+                    for s in f.srcs:
+                        if s != d:
+                            add(s, d, f.nic, 1, f.bytes)
+                continue
             srcs = set(f.srcs)
             for d in f.dsts:
-                n = len(f.srcs) - (d in srcs)
-                into[(d, f.nic)][0] += n
-                into[(d, f.nic)][1] += n * f.bytes
+                add(None, d, f.nic, len(f.srcs) - (d in srcs), f.bytes)
         else:
-            into[(f.dst, f.nic)][0] += 1
-            into[(f.dst, f.nic)][1] += f.bytes
+            add(f.src, f.dst, f.nic, 1, f.bytes)
     return into
 
 
-def converging(step) -> int:
+def converging(step, arrival=None) -> int:
     """Most flows into one NIC in one step: `Flow`s or `FlowBlock`s (each dst of a block receives
-    from its srcs but itself), counted by destination rank and NIC, flows of 0 bytes left out.
-    1 where every NIC receives one flow at a time (a ring's round), P - 1 in a sharded PS phase
-    on one NIC per host; 0 for an empty step."""
-    return max((n for n, _ in _into(step).values()), default=0)
+    from its srcs but itself), counted by destination rank and NIC, or with `arrival`
+    (`arrivals`) by each NIC their routes enter, flows of 0 bytes left out. 1 where every NIC
+    receives one flow at a time (a ring's round), P - 1 in a sharded PS phase on one NIC per
+    host; 0 for an empty step."""
+    return max((n for n, _ in _into(step, arrival).values()), default=0)
 
 
-def converging_bytes(step) -> float:
+def converging_bytes(step, arrival=None) -> float:
     """Mean bytes of one flow into the busiest NICs of a step (those `converging` counts most
     flows into; `Flow`s or `FlowBlock`s, flows of 0 bytes left out): what a capped incast
     start-up compares with (`capped_startup`). G / P in a sharded PS phase of a gradient of G
     bytes on P ranks; 0.0 for an empty step."""
-    into = _into(step).values()
+    into = _into(step, arrival).values()
     most = max((n for n, _ in into), default=0)
     busiest = [(n, b) for n, b in into if n == most and n > 0]
     return sum(b for _, b in busiest) / sum(n for n, _ in busiest) if busiest else 0.0
@@ -246,10 +282,11 @@ def incast_startup(inc: dict | None, link_mbps: float) -> float:
     return inc["seconds"] + (8 * b / (link_mbps * 1e6) if b else 0.0)
 
 
-def extra_flows(steps) -> list[int]:
-    """Per step, the flows into its busiest NIC beyond the first (`converging` - 1, at least 0):
-    what an incast start-up is charged for (`core.simulated_form`'s `incast`)."""
-    return [max(0, converging(s) - 1) for s in steps]
+def extra_flows(steps, arrival=None) -> list[int]:
+    """Per step, the flows into its busiest NIC beyond the first (`converging` - 1, at least 0,
+    with `arrival` where the routes decide which NICs they enter): what an incast start-up is
+    charged for (`core.simulated_form`'s `incast`)."""
+    return [max(0, converging(s, arrival) - 1) for s in steps]
 
 
 def fit(evaluate, lo: float = 0.05, hi: float = 1.0, tol: float = 1e-3) -> tuple[float, float]:

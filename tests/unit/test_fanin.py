@@ -283,6 +283,43 @@ def test_converging_counts_the_flows_into_a_steps_busiest_nic_from_flows_or_bloc
     assert fanin.extra_flows([[], ring, [block]]) == [0, 0, 14]
 
 
+@pytest.mark.parametrize("topo, workers", [("bcube,n=3,k=2", 9), ("bcube,n=4,k=2", 16), ("bcube,n=2,k=3", 8),
+                                            ("bcube,n=3,k=2", 6)])
+def test_on_bcube_the_flows_into_a_nic_are_those_whose_routes_enter_it(topo, workers):
+    # a sharded PS phase addresses every shard to NIC 0, but a BCube server receives on the NIC
+    # its route ends at and relays on others: the oracle walks every flow's route (THE walker,
+    # Topology.route) and counts the receiving interfaces that are NICs
+    from collections import Counter
+
+    from topologies import spec
+    from workloads.algorithms.base import Flow, FlowBlock
+
+    t = spec.build(topo, bw=5)
+    hosts = sorted(t.hosts())[:workers]
+    nics = {n.name for h in t.hosts() for n in t.host_nics(h)}
+    into = Counter(rx for d in hosts for s in hosts if s != d
+                   for _, rx in t.route(s, t.host_nics(d)[0].ip) if rx in nics)
+    arrival = fanin.arrivals(t, hosts)
+    block = [FlowBlock(tuple(range(workers)), tuple(range(workers)), 0, 1000)]
+    assert fanin.converging(block, arrival) == max(into.values()) < workers - 1 == fanin.converging(block)
+    assert fanin.converging(block[0].flows(), arrival) == max(into.values())
+    assert fanin.extra_flows([block, block], arrival) == [max(into.values()) - 1] * 2
+    assert fanin.converging_bytes(block, arrival) == 1000.0
+    one = [Flow(1, 0, 1, 10)]  # addressed to NIC 1: enters the NIC(s) its route does
+    assert fanin.converging(one, arrival) == 1
+    assert fanin.arrivals(spec.build("fattree,k=4", bw=5), hosts) is None  # one NIC per host: as addressed
+
+
+@needs_simgrid
+def test_a_bcube_projection_charges_the_flows_its_routes_converge():
+    # PS on BCube(3,2), 9 workers: 6 of a NIC's 8 flows arrive on one NIC, so 2 x 5 extra flows a sync, not 2 x 7
+    req = dict(topo="bcube,n=3,k=2", workers=9, mb=0.25, bw=5, algo="ps")
+    plain = core.project(core.Request(**req))
+    got = core.project(core.Request(incast=0.01, **req))
+    assert plain["extra_flows_per_sync"] == got["extra_flows_per_sync"] == 10
+    assert got["simulated_seconds"] == pytest.approx(plain["simulated_seconds"] + 0.01 * 10, rel=1e-6)
+
+
 @needs_simgrid
 @pytest.mark.parametrize("reduce", ["off", "auto"])
 def test_the_incast_start_up_is_charged_per_flow_into_the_busiest_nic_beyond_the_first(reduce):
