@@ -206,7 +206,10 @@ CUBIC_FOLDERS = ("tcp-cc/hd-cubic", "tcp-cc/default-cubic", "tcp-cc/bml-bcube32-
                  *(f"tcp-cc/ps-small-p9-bw5-mb{mb}-cubic" for mb in ("0-0625", "0-125", "0-1875", "0-25", "0-5", "1",
                                                                      "2")),
                  # 11:08-, pre-registered in commit abe45fa7: form D away from where it was fitted, held out
-                 "tcp-cc/ps-small-k4-p16-bw5-mb0-25-cubic", "tcp-cc/ps-bcube32-bw5-mb0-25-cubic")
+                 "tcp-cc/ps-small-k4-p16-bw5-mb0-25-cubic", "tcp-cc/ps-bcube32-bw5-mb0-25-cubic",
+                 # 2026-12-04 evening, fit half by their names: PS under 2 MiB on BCube
+                 "tcp-cc/ps-bcube32-bw5-mb0-125-cubic", "tcp-cc/ps-bcube32-bw5-mb0-5-cubic",
+                 "tcp-cc/ps-bcube42-bw5-mb0-25-cubic", "tcp-cc/ps-bcube23-bw5-mb0-25-cubic")
 
 
 def host_tcp(run: dict) -> str:
@@ -1468,7 +1471,40 @@ def _past_slack_check(rows, lat: float, every: dict, slack: dict, slack1: dict, 
                      *(f"sim/meas, start-up {form}" for form, _ in forms)], tests) + [
         "", "What the same runs lost per flow into a NIC beyond the first where their NICs are their "
         "busiest links (no slack), by topology and the hosts' link rate (both halves):", ""] + _lost_per_flow(runs, lat) + [
-        ""] + _below_threshold(rows + list(unfaithful), charged or slack1)
+        ""] + _below_threshold(rows + list(unfaithful), charged or slack1) + [""] + _along_routes(runs_any(rows), lat,
+                                                                                    charged or slack1)
+
+
+def runs_any(rows) -> list:
+    """Every faithful PS row of today's executor with converging flows, any gradient size."""
+    return [r for r in rows if r["algorithm"] == "ps" and r["faithful"] is True and not r["superseded"]
+            and r.get("extra_flows") and not r.get("oversubscribed")]
+
+
+def _along_routes(runs, lat: float, inc: dict) -> list[str]:
+    """PS on BCube, its flows into a NIC counted as addressed (every shard to NIC 0: 2(P - 1) a sync,
+    the count until the evening of 2026-12-04) and along their routes (`fanin.arrivals`, each
+    row's extra_flows), each charged form D at today's fit (`inc`): simulated / measured both ways."""
+    cells = []
+    for r in sorted(runs, key=lambda r: (r["topology"], not r["fit"], r["link_mbps"], r["gradient_bytes"])):
+        servers = num((r.get("run") or {}).get("servers")) or 0
+        if not r["topology"].startswith("bcube") or servers:
+            continue
+        model = _flow_model(r, lat)
+        per = row_startup(r, inc)
+        addressed = 2 * (r["workers"] - 2)  # P - 1 flows into every NIC 0 a phase, less the first
+        cells.append([r["experiment"], r["topology"], str(r["workers"]), f"{r['gradient_bytes'] / MB:.2f}",
+                      f"{fmt(r['link_mbps'], 'g')}", "fit" if r["fit"] else "held out", str(addressed),
+                      f"{r['extra_flows']:g}",
+                      fmt(common.ratio(model + incast_charge({**r, "extra_flows": addressed}, per),
+                                       r["measured_seconds"]), ".2f"),
+                      fmt(r["fan_in_ratio"], ".2f")])
+    return (["PS on BCube, its flows into a NIC counted as they were addressed (every shard to the servers' first "
+             "NIC: P - 1 a phase, P - 2 beyond the first, the count until the evening of 2026-12-04) and along their routes (since), "
+             "each charged form D as fitted now; every faithful run of today's executor, both halves:", ""]
+            + table(["file", "topology", "P", "gradient MiB", "hosts' links Mbit/s", "half",
+                     "extra flows per sync, as addressed", "extra flows per sync, along the routes",
+                     "sim/meas, counted as addressed", "sim/meas, along the routes (as charged)"], cells))
 
 
 def _below_threshold(rows, inc: dict) -> list[str]:
