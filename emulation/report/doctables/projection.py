@@ -209,7 +209,10 @@ CUBIC_FOLDERS = ("tcp-cc/hd-cubic", "tcp-cc/default-cubic", "tcp-cc/bml-bcube32-
                  "tcp-cc/ps-small-k4-p16-bw5-mb0-25-cubic", "tcp-cc/ps-bcube32-bw5-mb0-25-cubic",
                  # 2026-12-04 evening, fit half by their names: PS under 2 MiB on BCube
                  "tcp-cc/ps-bcube32-bw5-mb0-125-cubic", "tcp-cc/ps-bcube32-bw5-mb0-5-cubic",
-                 "tcp-cc/ps-bcube42-bw5-mb0-25-cubic", "tcp-cc/ps-bcube23-bw5-mb0-25-cubic")
+                 "tcp-cc/ps-bcube42-bw5-mb0-25-cubic", "tcp-cc/ps-bcube23-bw5-mb0-25-cubic",
+                 # held out by their names, pre-registered in commits d80f34c8 and 47aad58e
+                 "tcp-cc/ps-bcube32-bw5-mb0-75-cubic", "tcp-cc/ps-bcube42-bw5-mb1-cubic",
+                 "tcp-cc/ps-bcube24-bw5-mb0-5-cubic", "tcp-cc/ps-bcube23-bw5-mb1-cubic")
 
 
 def host_tcp(run: dict) -> str:
