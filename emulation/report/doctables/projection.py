@@ -212,7 +212,9 @@ CUBIC_FOLDERS = ("tcp-cc/hd-cubic", "tcp-cc/default-cubic", "tcp-cc/bml-bcube32-
                  "tcp-cc/ps-bcube42-bw5-mb0-25-cubic", "tcp-cc/ps-bcube23-bw5-mb0-25-cubic",
                  # held out by their names, pre-registered in commits d80f34c8 and 47aad58e
                  "tcp-cc/ps-bcube32-bw5-mb0-75-cubic", "tcp-cc/ps-bcube42-bw5-mb1-cubic",
-                 "tcp-cc/ps-bcube24-bw5-mb0-5-cubic", "tcp-cc/ps-bcube23-bw5-mb1-cubic")
+                 "tcp-cc/ps-bcube24-bw5-mb0-5-cubic", "tcp-cc/ps-bcube23-bw5-mb1-cubic",
+                 # held out by its name, pre-registered in the commit before it: four-worker PS at 100 Mbit/s
+                 "tcp-cc/ps-p4-bw100-mb16-cubic")
 
 
 def host_tcp(run: dict) -> str:
@@ -1416,6 +1418,20 @@ FORMS_TEST = ("tcp-cc/ps-k6-p16-bw2.5-cubic", "tcp-cc/ps-bcube23-5mbit-cubic", "
               "tcp-cc/ps-k6-p16-8mib-cubic", "tcp-cc/ps-k6-p24-8mib-bw10-cubic")
 
 
+def _link_note(r: dict, below: float = 0.95) -> str:
+    """", busiest link at x of its rate while busy, host links calibrated at y" where either is under
+    `below` (the run's fidelity record): what the emulated links delivered, which the flow model
+    takes as their configured rates (the verdict calls a run faithful down to 85% while busy)."""
+    fid = (r.get("run") or {}).get("fidelity") or {}
+    link = fid.get("busiest_link") or {}
+    busy = (num(link.get("busy_mean_mbps")) or 0) / (num(link.get("configured_mbps")) or 1) or None
+    host = num((fid.get("calibration") or {}).get("host"))
+    if not ((busy and busy < below) or (host and host < below)):
+        return ""
+    return "".join([f"; busiest link at {busy:.0%} of its rate while busy" if busy else "",
+                    f"; host links calibrated at {host:.2f}" if host else ""])
+
+
 def _every_step_ratio(r: dict, model: float, inc: dict) -> float:
     """Simulated / measured of a row with `inc` charged on every step (form A)."""
     return common.ratio(model + (r["extra_flows"] or 0) * incast_startup(inc, r["link_mbps"]),
@@ -1451,7 +1467,8 @@ def _past_slack_check(rows, lat: float, every: dict, slack: dict, slack1: dict, 
                 v = ratio(r, _flow_model(r, lat))
                 ratios.append(v)
                 if abs(v - 1) > TOLERANCE:
-                    misses.setdefault(form, []).append(f"{r['experiment']} {r['topology']} ({row[0]}, {v:.2f})")
+                    misses.setdefault(form, []).append(f"{r['experiment']} {r['topology']} ({row[0]}, {v:.2f}"
+                                                       f"{_link_note(r)})")
             row += [span(ratios) if ratios else NA, f"{_within(ratios)} of {len(ratios)}"]
         cells.append(row)
     tests = []
