@@ -731,3 +731,33 @@ def test_a_calibrated_projection_caps_each_steps_start_up_by_its_flows_bytes():
     assert whole["simulated_seconds"] == pytest.approx(plain["simulated_seconds"] + 0.038 * x, rel=1e-6)
     steps = [[]]  # an empty step sends nothing: the start-up as given (it has no extra flow to charge)
     assert core.incast_steps(steps, 0.02, (0.5, 5.0)) == [0.0] and core.incast_steps(steps, 0.02) == [0.02]
+
+
+def test_a_miss_says_where_the_emulated_links_ran_below_their_rate():
+    from emulation.report.doctables import projection as pt
+
+    def run(busy, host):
+        return {"run": {"fidelity": {"busiest_link": {"busy_mean_mbps": busy, "configured_mbps": 100.0},
+                                     "calibration": {"host": host}}}}
+
+    assert pt._link_note(run(87.0, 0.99)) == "; busiest link at 87% of its rate while busy; host links calibrated at 0.99"
+    assert pt._link_note(run(98.0, 0.89)) == "; busiest link at 98% of its rate while busy; host links calibrated at 0.89"
+    assert pt._link_note(run(98.0, 0.99)) == "" and pt._link_note({}) == ""
+
+
+def test_bcube_ps_runs_are_shown_counted_as_addressed_and_along_their_routes():
+    # every faithful BCube PS run of the CUBIC validation: as addressed 2(P - 2) extra flows a sync (P - 1
+    # into NIC 0 per phase), along the routes fewer, the count its projection charged
+    from pathlib import Path
+
+    from emulation.report import docs
+    from emulation.report.doctables import projection as pt
+
+    data = docs.load_sources(Path(__file__).resolve().parents[2] / "docs/results", pt.CUBIC_FAN_IN_SOURCES)
+    fit, lat, rows = pt._fan_in_rows(data, pt.CUBIC_FAN_IN)
+    lines = pt._along_routes(pt.runs_any(rows), lat, fit["incast_by_algorithm"]["ps"])
+    body = [line.split(" | ") for line in lines if line.startswith("| tcp-cc")]
+    assert len(body) >= 20 and all(c[1].startswith("bcube") for c in body)
+    for c in body:
+        p, addressed, routed = int(c[2]), int(c[6]), float(c[7])
+        assert addressed == 2 * (p - 2) and 0 < routed < addressed
