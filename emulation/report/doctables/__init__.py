@@ -18,8 +18,8 @@ from emulation.report.doctables.bml import (
 from emulation.report.doctables.cluster import CLUSTER_ALGOS, CLUSTER_BENCH, cluster_algorithms, cluster_bench
 from emulation.report.doctables.dfs import DFS, dfs_headline, dfs_runs
 from emulation.report.doctables.forest import (
-    FOREST, FOREST_PLANNER, FOREST_VARIANTS, S5_COALESCE_SOURCES, _forest_rel, forest_planner_optimum,
-    forest_planner_scenarios, forest_s5_coalescing, forest_scenarios, forest_variants)
+    FOREST, FOREST_PLANNER, FOREST_TIMES, FOREST_VARIANTS, S5_COALESCE_SOURCES, _forest_rel, forest_planner_optimum,
+    forest_planner_scenarios, forest_planner_times, forest_s5_coalescing, forest_scenarios, forest_variants)
 from emulation.report.doctables.gtopk import (
     GTOPK_CHARGED, GTOPK_CHARGED_P32, GTOPK_FATTREE, GTOPK_SCALING, gtopk_beside_paper, gtopk_charged,
     gtopk_charged_beside_paper, gtopk_compression, gtopk_convergence, gtopk_scaling_all)
@@ -63,6 +63,7 @@ TABLES = {t.id: t for t in [
     Table("forest-s5-coalescing", S5_COALESCE_SOURCES, forest_s5_coalescing),
     Table("forest-planner-optimum", (FOREST_PLANNER,), forest_planner_optimum),
     Table("forest-planner-scenarios", (FOREST_PLANNER,), forest_planner_scenarios),
+    Table("forest-planner-times", (FOREST_TIMES,), forest_planner_times),
     Table("dfs-runs", (DFS,), dfs_runs),
     Table("cluster-bench", tuple(f"{f}/summary.json" for f in CLUSTER_BENCH), cluster_bench),
     Table("cluster-algorithms", tuple(f"{f}/summary.json" for f in CLUSTER_ALGOS), cluster_algorithms),

@@ -133,6 +133,7 @@ def forest_s5_coalescing(data: dict) -> list[str]:
 
 
 FOREST_PLANNER = "forest-planner/result.json"  # scripts/forest_planner_tables.py
+FOREST_TIMES = "forest-planner-times/result.json"  # scripts/forest_planner_times.py
 NEAR = 0.99  # "near the optimum" in the sentences under the planner tables
 
 
@@ -205,3 +206,23 @@ def forest_planner_scenarios(data: dict) -> list[str]:
                   f"Planner s: the planner's own timer (`planner_seconds`) in the run of {d['date'][:10]}, "
                   f"one row after the other on this machine: a timing, it varies with the CPU and its load."]
     return lines
+
+
+def forest_planner_times(data: dict) -> list[str]:
+    """The planner's run time on Fat-Trees, as timed by scripts/forest_planner_times.py: the
+    routes alone and the whole plan (median and range of its repeats), with the plan's rounds,
+    trees, height and rate against the optimum, and the machine and date of the timing."""
+    d = data[FOREST_TIMES]
+    if not d.get("cases"):
+        raise ValueError(f"{FOREST_TIMES}: no case timed")
+    cells = [[f"k={c['k']} ({c['hosts']} hosts)", str(c["workers"]),
+              f"{c['plan_median_seconds']:.2f} ({min(c['plan_seconds']):.2f}-{max(c['plan_seconds']):.2f})",
+              f"{c['routes_median_seconds']:.2f}", str(c["rounds"]), f"{c['trees']} x {c['max_height']}",
+              fmt(c["rate_over_optimum"], ".3f") + ("" if c["converged"] else " (**not converged**)")]
+             for c in d["cases"]]
+    m = d["machine"]
+    return table(["Fat-Tree", "workers", "plan s, median (range)", "routes alone s", "column-generation rounds",
+                  "trees x height", "rate / optimum"], cells) + [
+        "", f"Timed {d['date'][:16].replace('T', ' ')} UTC, {d['repeats']} times each, on {m['cpu']} "
+            f"({m['cores']} cores, load {m['load_1min_before']:.2f} before) by `python scripts/forest_planner_times.py`: "
+            "a timing, which varies with the CPU and its load."]
