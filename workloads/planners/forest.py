@@ -217,6 +217,7 @@ class _Columns:
                 rows.append(r)
                 cols.append(self.index[e])
         self.R = sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(m * n * n, len(used)))
+        self._loads: dict = {}  # column key -> its load vector (R never changes; read-only arrays)
 
     def weights(self, y: np.ndarray):
         """Overlay weights under link prices y: (w, nic) with w[u, v] = d(u->v) + d(v->u), d
@@ -230,12 +231,19 @@ class _Columns:
         return w, nic
 
     def column(self, edges, nic) -> tuple[tuple, np.ndarray]:
-        """(key, load vector) of an undirected edge list with the NIC choices of `nic`."""
+        """(key, load vector) of an undirected edge list with the NIC choices of `nic`. Each
+        key's vector is computed once and kept (read-only): the bounded trees price the same
+        few hundred columns thousands of times, and the sparse row sum was most of a plan's time
+        (docs/forest.md, "Planner run time")."""
         n = self.ov.size
         key = tuple(sorted((min(u, v), max(u, v), int(nic[min(u, v), max(u, v)]),
                             int(nic[max(u, v), min(u, v)])) for u, v in edges))
-        rows = [(ln * n + a) * n + b for a, b, ln, _ in key] + [(lb * n + b) * n + a for a, b, _, lb in key]
-        load = np.asarray(self.R[rows].sum(axis=0)).ravel()
+        load = self._loads.get(key)
+        if load is None:
+            rows = [(ln * n + a) * n + b for a, b, ln, _ in key] + [(lb * n + b) * n + a for a, b, _, lb in key]
+            load = np.asarray(self.R[rows].sum(axis=0)).ravel()
+            load.setflags(write=False)
+            self._loads[key] = load
         return key, load
 
 
