@@ -216,7 +216,9 @@ CUBIC_FOLDERS = ("tcp-cc/hd-cubic", "tcp-cc/default-cubic", "tcp-cc/bml-bcube32-
                  # held out by its name, pre-registered in the commit before it: four-worker PS at 100 Mbit/s
                  "tcp-cc/ps-p4-bw100-mb16-cubic",
                  # held out by its name, pre-registered in the commit before it: form D at P = 16, 2.5 Mbit/s
-                 "tcp-cc/ps-small-k4-p16-bw2-5-mb0-25-cubic")
+                 "tcp-cc/ps-small-k4-p16-bw2-5-mb0-25-cubic",
+                 # held out by its name, pre-registered in the commit before it: the two-port rule at 0.125 MiB
+                 "tcp-cc/ps-bcube23-bw5-mb0-125-cubic-r2")
 
 
 def host_tcp(run: dict) -> str:
