@@ -187,26 +187,25 @@ def _into(step, arrival=None) -> dict:
 
     into: dict = defaultdict(lambda: [0, 0.0])
 
-    def add(src: int, dst: int, nic: int, n: int, b: float) -> None:
-        for key in (arrival(src, dst, nic) if arrival else ((dst, nic),)):
-            into[key][0] += n
-            into[key][1] += n * b
+    def add(key, n: int, b: float) -> None:
+        into[key][0] += n
+        into[key][1] += n * b
 
     for f in step:
         if f.bytes <= 0:
             continue
-        if hasattr(f, "srcs"):
-            if arrival:
-                for d in f.dsts:
-                    for s in f.srcs:
-                        if s != d:
-                            add(s, d, f.nic, 1, f.bytes)
-                continue
+        block = hasattr(f, "srcs")
+        if arrival:
+            pairs = [(s, d) for d in f.dsts for s in f.srcs if s != d] if block else [(f.src, f.dst)]
+            for s, d in pairs:
+                for key in arrival(s, d, f.nic):
+                    add(key, 1, f.bytes)
+        elif block:  # by address: each dst receives from its srcs but itself
             srcs = set(f.srcs)
             for d in f.dsts:
-                add(None, d, f.nic, len(f.srcs) - (d in srcs), f.bytes)
+                add((d, f.nic), len(f.srcs) - (d in srcs), f.bytes)
         else:
-            add(f.src, f.dst, f.nic, 1, f.bytes)
+            add((f.dst, f.nic), 1, f.bytes)
     return into
 
 

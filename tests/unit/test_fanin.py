@@ -755,7 +755,7 @@ def test_bcube_ps_runs_are_shown_counted_as_addressed_and_along_their_routes():
 
     data = docs.load_sources(Path(__file__).resolve().parents[2] / "docs/results", pt.CUBIC_FAN_IN_SOURCES)
     fit, lat, rows = pt._fan_in_rows(data, pt.CUBIC_FAN_IN)
-    lines = pt._along_routes(pt.runs_any(rows), lat, fit["incast_by_algorithm"]["ps"])
+    lines = pt._along_routes(pt.faithful_ps(rows), lat, fit["incast_by_algorithm"]["ps"])
     body = [line.split(" | ") for line in lines if line.startswith("| tcp-cc")]
     assert len(body) >= 20 and all(c[1].startswith("bcube") for c in body)
     for c in body:

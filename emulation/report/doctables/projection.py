@@ -1495,19 +1495,19 @@ def _past_slack_check(rows, lat: float, every: dict, slack: dict, slack1: dict, 
                      *(f"sim/meas, start-up {form}" for form, _ in forms)], tests) + [
         "", "What the same runs lost per flow into a NIC beyond the first where their NICs are their "
         "busiest links (no slack), by topology and the hosts' link rate (both halves):", ""] + _lost_per_flow(runs, lat) + [
-        ""] + _below_threshold(rows + list(unfaithful), charged or slack1) + [""] + _along_routes(runs_any(rows), lat,
+        ""] + _below_threshold(rows + list(unfaithful), charged or slack1) + [""] + _along_routes(faithful_ps(rows), lat,
                                                                                     charged or slack1)
 
 
-def runs_any(rows) -> list:
+def faithful_ps(rows) -> list:
     """Every faithful PS row of today's executor with converging flows, any gradient size."""
     return [r for r in rows if r["algorithm"] == "ps" and r["faithful"] is True and not r["superseded"]
             and r.get("extra_flows") and not r.get("oversubscribed")]
 
 
 def _along_routes(runs, lat: float, inc: dict) -> list[str]:
-    """PS on BCube, its flows into a NIC counted as addressed (every shard to NIC 0: 2(P - 1) a sync,
-    the count until the evening of 2026-12-04) and along their routes (`fanin.arrivals`, each
+    """PS on BCube, its flows into a NIC counted as addressed (every shard to NIC 0: P - 1 a phase,
+    2(P - 2) extra flows a sync, the count until the evening of 2026-12-04) and along their routes (`fanin.arrivals`, each
     row's extra_flows), each charged form D at today's fit (`inc`): simulated / measured both ways."""
     cells = []
     for r in sorted(runs, key=lambda r: (r["topology"], not r["fit"], r["link_mbps"], r["gradient_bytes"])):
