@@ -501,3 +501,19 @@ def test_a_topology_name_as_results_record_it_is_a_spec():
         spec_of_name("torus(3)")
     with pytest.raises(ValueError, match=r"^topology name 'bcube\(4\)' is not one of"):
         spec_of_name("bcube(4)")
+
+
+def test_node_intfs_index_follows_added_links():
+    """node_intfs answers from an index built on first use; a link added after must show in it,
+    in port order, as the scan it replaced answered."""
+    from topologies.description import Intf, Node
+    t = Topology(name="t", kind="fattree", params={})
+    for n, kind in (("s1", "switch"), ("h1", "host"), ("h2", "host")):
+        t.add_node(Node(name=n, kind=kind, role="edge" if kind == "switch" else "server"))
+    t.add_link(Intf("s1-eth2", "s1", 2), Intf("h2-eth0", "h2", 0), "host", 10)
+    assert [i.port for i in t.node_intfs("s1")] == [2]
+    t.add_link(Intf("s1-eth1", "s1", 1), Intf("h1-eth0", "h1", 0), "host", 10)
+    assert [i.name for i in t.node_intfs("s1")] == ["s1-eth1", "s1-eth2"]
+    assert t.node_intfs("nobody") == []
+    t.node_intfs("s1").clear()  # a copy: the caller cannot change the index
+    assert len(t.node_intfs("s1")) == 2
