@@ -7,10 +7,16 @@
 # k = 24 splits 4 MiB into unequal shards (1408 owners of 304 elements, 2048 of 303): simulated
 # padded to 304 (the same pairs and routes), which `orbits.padded_exact` proves changes no time
 # here (the unequal plan's busiest-NIC bound equals the padded flows' max-min completion bound).
+# Placements on fewer hosts (ordered: whole pods) go by the orbits of the symmetries that keep
+# them: 512 of k=16's 1024 hosts (listed flow by flow, projection-ps-fattree16-512/, 887 s on
+# 2026-11-23) and 1440 of k=24's 3456. With NAMEs, only those folders:
+#   flock /run/syncbed/lock bash scripts/project_ps_orbits.sh projection-ps-fattree16-512-orbits
 set -euo pipefail
 cd "$(dirname "$0")/.."
+only=" $* "
 run() {  # NAME then the project options
   local name=$1; shift
+  [ "$only" = "  " ] || [[ "$only" == *" $name "* ]] || return 0
   local out="docs/results/$name" tmp
   tmp=$(mktemp -d)
   /usr/bin/time -v -o "$tmp/time.txt" .venv/bin/python -m emulation.cli project "$@" --out "$tmp/out"
@@ -37,3 +43,5 @@ PY
 }
 run projection-ps-fattree16-1024 --topo fattree,k=16 --workers 1024 --algo ps --mb 4 --bw 1000 --ecmp two-level
 run projection-ps-fattree24-3456 --topo fattree,k=24 --algo ps --mb 4 --bw 1000 --ecmp two-level
+run projection-ps-fattree16-512-orbits --topo fattree,k=16 --workers 512 --algo ps --mb 4 --bw 1000 --ecmp two-level
+run projection-ps-fattree24-1440 --topo fattree,k=24 --workers 1440 --algo ps --mb 4 --bw 1000 --ecmp two-level

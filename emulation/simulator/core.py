@@ -1290,8 +1290,8 @@ def _prepare_orbits(req: Request, topo: Topology, name: str, raw: dict, workers:
     why = orbits.steps_refusal(topo, hosts, blocks)
     sim_blocks = blocks
     if why:  # unequal shards: the same pairs padded to the largest, where that provably changes no time
-        every_host = blocks is not None and set(hosts) == set(topo.hosts())
-        sim_blocks = orbits.padded(blocks, len(hosts)) if every_host else None
+        placed = blocks is not None and orbits.placement_refusal(topo, hosts) is None
+        sim_blocks = orbits.padded(blocks, len(hosts)) if placed else None
         if sim_blocks is None:
             return why
     t0 = time.perf_counter()

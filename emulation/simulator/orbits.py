@@ -43,9 +43,16 @@ What (pure).
 Where it does not apply (`refusal`, one line, and the projection falls back to listing every
 flow, `symmetry.py` or not): not a Fat-Tree; hash ECMP (a per-pair hash is no group action:
 collisions give flows bottlenecks of their own); links of one orbit with unequal capacities
-(per-link bandwidths, a background load); a block whose hosts are not every host (fewer
-workers than hosts, dedicated servers, shards some owners lack: the plan's own symmetry is then
-smaller than G); a plan that overlaps backprop (`Algorithm.timeline`).
+(per-link bandwidths, a background load); a block whose ranks are not every rank (dedicated
+servers, shards some owners lack: the plan's own symmetry is then smaller than G); a placement
+on fewer hosts that none of G's generators (pod swaps included) keeps; a plan that overlaps
+backprop (`Algorithm.timeline`).
+
+Fewer workers than hosts: the generators that map the placed hosts onto themselves
+(`placement_generators`) generate a subgroup H of G that keeps the plan; H's orbits are
+equitable as G's are, but H need not be transitive on the hosts, so its orbits of pairs are
+found (`pair_orbits`, over every ordered pair of workers) instead of named, and its link
+orbits are its own.
 
 Unequal shards (4 MiB over 3456 owners: 304 or 303 elements) are run padded to the largest,
 the same pairs and routes (`padded`), where `padded_exact` proves from two bounds of max-min
@@ -76,8 +83,10 @@ def _coords(topo: Topology) -> tuple[int, int]:
     return k, k // 2
 
 
-def generators(topo: Topology) -> dict:
-    """name -> {node: image node} for the generators of G (module docstring, step 2)."""
+def generators(topo: Topology, transpositions: bool = False) -> dict:
+    """name -> {node: image node} for the generators of G (module docstring, step 2); with
+    `transpositions`, every swap of two neighbouring pods too ("pod-swap-i": pods i and i + 1),
+    elements of G already, from which `placement_generators` keeps those that keep a placement."""
     k, h = _coords(topo)
     nodes = list(topo.nodes)
 
@@ -101,7 +110,63 @@ def generators(topo: Topology) -> dict:
             "pod-cycle": dict(pod=lambda p: (p + 1) % k),
             "edge-shift": dict(de=1, du=1, dj=1, di=1),
             "host-shift": dict(dt=1, du=1, dj=1, di=2)}
+    if transpositions:
+        for i in range(1, k - 1):
+            gens[f"pod-swap-{i}"] = dict(pod=lambda p, i=i: {i: i + 1, i + 1: i}.get(p, p))
     return {name: {n: image(n, **kw) for n in nodes} for name, kw in gens.items()}
+
+
+def placement_generators(topo: Topology, hosts: list) -> dict:
+    """The generators of G (pod transpositions included) that map the hosts of a placement onto
+    themselves and move at least one of them: they generate a subgroup H of the placement's
+    stabilizer in G, whose orbits partition the flows and links of any plan that treats every
+    rank alike (blocks from every rank to every rank) equitably, as G's do where every host is
+    a worker. Empty when none does (the projection then lists every flow)."""
+    placed = set(hosts)
+    out = {}
+    for name, m in generators(topo, transpositions=True).items():
+        if {m[h] for h in placed} == placed and any(m[h] != h for h in placed):
+            out[name] = m
+    return out
+
+
+# Ordered pairs of workers up to which `pair_orbits` finds their orbits (a few int32 arrays of
+# one entry per pair: 5M pairs are tens of MB).
+MAX_PAIRS = 5_000_000
+
+
+def pair_orbits(hosts: list, gens: dict) -> list[tuple[str, str, int]]:
+    """The orbits of ordered pairs of distinct `hosts` under the group `gens` generates (each
+    mapping the hosts onto themselves): [(source, destination, orbit size)], a representative
+    per orbit (its pair of least index), in the order of their representatives. Each pair takes
+    the least index over its images, the generators applied both ways, until nothing changes
+    (numpy, one array per pair: every generator permutes the pairs). Pure."""
+    import numpy as np
+
+    n = len(hosts)
+    if n * (n - 1) > MAX_PAIRS:
+        raise ValueError(f"{n} workers are {n * (n - 1):,} ordered pairs, more than the {MAX_PAIRS:,} whose orbits "
+                         "are found here")
+    index = {h: i for i, h in enumerate(hosts)}
+    ids = np.arange(n * n, dtype=np.int32)
+    src, dst = ids // n, ids % n
+    images = []
+    for m in gens.values():
+        g = np.array([index[m[h]] for h in hosts], dtype=np.int32)
+        images.append(g[src] * n + g[dst])
+    label = ids.copy()
+    while True:
+        new = label.copy()
+        for img in images:  # a permutation of the pairs: both directions at once
+            np.minimum(new, new[img], out=new)
+            new[img] = np.minimum(new[img], new)
+        new = new[new]  # a label is a pair of the same orbit with a label no larger
+        if np.array_equal(new, label):
+            break
+        label = new
+    off = src != dst  # a host's pair with itself is no flow (and maps onto such pairs only)
+    reps, size = np.unique(label[off], return_counts=True)
+    return [(hosts[int(r) // n], hosts[int(r) % n], int(c)) for r, c in zip(reps, size)]
 
 
 def link_maps(topo: Topology, gens: dict) -> dict:
@@ -278,13 +343,28 @@ class OrbitForm:
         return {link: per_orbit[o] for link, o in self.orbit_of.items() if per_orbit[o]}
 
 
+def placement_refusal(topo: Topology, hosts: list) -> str | None:
+    """Why the placement of the ranks on `hosts` leaves no symmetry to project by (one line);
+    None where every host is a worker (G) or some generator keeps the placement (its subgroup,
+    `placement_generators`) and the pairs are few enough to find their orbits."""
+    if set(hosts) == set(topo.hosts()):
+        return None
+    if not placement_generators(topo, hosts):
+        return (f"{len(hosts)} ranks on {len(topo.hosts())} hosts of {topo.name}: no symmetry of the routed "
+                f"Fat-Tree moves a worker while keeping the placement")
+    if len(hosts) * (len(hosts) - 1) > MAX_PAIRS:
+        return (f"{len(hosts)} ranks on {len(topo.hosts())} hosts of {topo.name}: the orbits of a placement on fewer "
+                f"than every host are found over every pair of workers, at most {MAX_PAIRS:,} pairs")
+    return None
+
+
 def steps_refusal(topo: Topology, hosts: list, steps: list | None) -> str | None:
     """Why the blocks are not symmetric under G (one line); None when they are."""
     if steps is None:
         return "the algorithm gives its steps as flows, not as blocks (Algorithm.blocks)"
-    if set(hosts) != set(topo.hosts()):
-        return (f"{len(hosts)} ranks on {len(topo.hosts())} hosts of {topo.name}: a placement on fewer than "
-                f"every host breaks the Fat-Tree's symmetry")
+    why = placement_refusal(topo, hosts)
+    if why:
+        return why
     every = set(range(len(hosts)))
     for i, step in enumerate(steps):
         for b in step:
@@ -303,7 +383,9 @@ def orbit_form(topo: Topology, hosts: list, steps: list, capacity: dict, name: s
     from emulation.simulator.platform import Platform
 
     k, h = _coords(topo)
-    maps = link_maps(topo, generators(topo))
+    every = set(hosts) == set(topo.hosts())
+    gens = generators(topo) if every else placement_generators(topo, hosts)
+    maps = link_maps(topo, gens)
     orbit_of = link_orbits(topo, maps)
     first: dict = {}
     size: dict = {}
@@ -314,13 +396,18 @@ def orbit_form(topo: Topology, hosts: list, steps: list, capacity: dict, name: s
             raise ValueError(f"links {first[o]} and {link} are symmetric but carry {capacity[first[o]]:g} and "
                              f"{capacity[link]:g} B/s: unequal capacities break the symmetry")
     P = len(hosts)
-    src = "h0_0_2"
-    reps = [(f"h{p}_{e}_{t + 2}", P * (1 if p == 0 else k - 1)) for p in (0, 1) for e in range(h) for t in range(h)]
-    reps = [(d, m) for d, m in reps if d != src]
-    if sum(m for _, m in reps) != P * (P - 1):
-        raise ValueError(f"flow orbits of {topo.name} cover {sum(m for _, m in reps)} pairs, not {P * (P - 1)}")
+    if every:  # G is transitive on hosts: every orbit has a pair from h0_0_2 (module docstring, step 3)
+        reps = [("h0_0_2", f"h{p}_{e}_{t + 2}", P * (1 if p == 0 else k - 1))
+                for p in (0, 1) for e in range(h) for t in range(h)]
+        reps = [(a, d, m) for a, d, m in reps if d != a]
+    else:  # a placement's subgroup H: its orbits of pairs found, not named
+        if not gens:
+            raise ValueError(f"no symmetry of {topo.name} keeps this placement of {P} ranks")
+        reps = pair_orbits(list(hosts), gens)
+    if sum(m for _, _, m in reps) != P * (P - 1):
+        raise ValueError(f"flow orbits of {topo.name} cover {sum(m for _, _, m in reps)} pairs, not {P * (P - 1)}")
     counts = []  # per flow orbit: {link orbit: n(L, F)}
-    for d, m in reps:
+    for src, d, m in reps:
         c: dict = {}
         for tx, _ in topo.route(src, topo.host_nics(d)[0].ip):
             c[orbit_of[tx]] = c.get(orbit_of[tx], 0) + 1
@@ -346,8 +433,10 @@ def orbit_form(topo: Topology, hosts: list, steps: list, capacity: dict, name: s
     used = {x for r in routes.values() for x in r}
     plat = Platform(f"{name or topo.name} (orbits)", hosts_out or ["idle"], [],
                     {x: capacity[x] for x in sorted(used)}, routes, {(a, z): (a, z) for a, z in routes})
-    info = {"method": "orbits of the routed Fat-Tree's automorphisms (pods permuted, edge and host shifts), "
-                      "one communication per orbit (emulation/simulator/orbits.py)",
+    info = {"method": ("orbits of the routed Fat-Tree's automorphisms (pods permuted, edge and host shifts), "
+                       "one communication per orbit (emulation/simulator/orbits.py)") if every else
+                      (f"orbits of the placement's symmetries in the routed Fat-Tree's automorphisms (generated by "
+                       f"{', '.join(sorted(gens))}), one communication per orbit (emulation/simulator/orbits.py)"),
             "flows_per_step": flows, "classes_per_step": [len(s) for s in sched],
             "link_classes": len(size), "routes_walked": len(reps)}
     return OrbitForm(plat, sched, orbit_of, [size[o] for o in range(len(size))], ns, flows, info)

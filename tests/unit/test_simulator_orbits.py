@@ -19,8 +19,11 @@ symmetric network, one SimGrid communication per orbit of flows, no flow listed.
   unequal plan; where the bounds part (a core slower than the hosts' links) it is refused;
 - where the symmetry does not hold it is refused and named, and the projection falls back to
   listing every flow with the same answer as `--reduce off`: hash ECMP, one host's link at
-  another bandwidth, fewer workers than hosts, shards some owners lack, dedicated servers, an algorithm
-  without blocks.
+  another bandwidth, a placement no symmetry keeps, shards some owners lack, dedicated servers, an
+  algorithm without blocks;
+- a placement on fewer hosts than the Fat-Tree has is projected by the orbits of the generators
+  that keep it (pod swaps, the shifts): they are the brute-force orbits of its pairs, and the
+  answer is the unreduced one (equal shards, padded ones, a slower core).
 """
 from __future__ import annotations
 
@@ -153,6 +156,73 @@ def test_projection_by_orbits_gives_the_unreduced_answer(k, mb):
     assert by["simulator"]["messages"] == off["simulator"]["messages"]
 
 
+def brute_pair_orbits(hosts, gens):
+    """Orbits of the ordered pairs of distinct `hosts` under `gens`, by union-find (brute force)."""
+    pairs = [(s, d) for s in hosts for d in hosts if s != d]
+    parent = {p: p for p in pairs}
+
+    def find(x):
+        while parent[x] != x:
+            x = parent[x]
+        return x
+
+    for m in gens.values():
+        for s, d in pairs:
+            a, b = find((s, d)), find((m[s], m[d]))
+            if a != b:
+                parent[b] = a
+    out = {}
+    for p in pairs:
+        out.setdefault(find(p), set()).add(p)
+    return sorted(sorted(o) for o in out.values())
+
+
+@pytest.mark.parametrize("k,workers,placement", [(4, 8, "ordered"), (4, 12, "spread"), (4, 5, "spread"),
+                                                 (6, 27, "ordered"), (6, 36, "spread")])
+def test_a_placements_generators_keep_it_and_its_pair_orbits_are_the_brute_force_ones(k, workers, placement):
+    from topologies.placement import place
+    topo = fattree(k)
+    hosts = place(topo, workers, placement)
+    gens = orbits.placement_generators(topo, hosts)
+    assert gens and orbits.placement_refusal(topo, hosts) is None
+    for m in gens.values():
+        assert {m[h] for h in hosts} == set(hosts)
+    assert orbits.check_generators(topo, pairs=[(s, d) for s in hosts[:3] for d in hosts if s != d]) == []
+    found = orbits.pair_orbits(hosts, gens)
+    brute = brute_pair_orbits(hosts, gens)
+    assert sorted(m for _, _, m in found) == sorted(len(o) for o in brute)
+    index = {h: i for i, h in enumerate(hosts)}
+    for s, d, m in found:  # each representative is its orbit's least pair, with the orbit's size
+        orbit = next(o for o in brute if (s, d) in o)
+        assert len(orbit) == m and min(orbit, key=lambda p: (index[p[0]], index[p[1]])) == (s, d)
+
+
+@needs_simgrid
+@pytest.mark.parametrize("k,workers,placement,mb,link_bw", [
+    (4, 8, "ordered", None, None), (4, 12, "spread", None, None), (6, 27, "ordered", None, None),
+    (6, 36, "spread", None, {"agg-core": 250}),  # a slower core keeps a placement's symmetry
+    (4, 8, "spread", 1.00001, None), (6, 27, "ordered", 1.00001, None)])  # unequal shards, padded (proved exact)
+def test_a_placement_on_fewer_hosts_by_orbits_gives_the_unreduced_answer(k, workers, placement, mb, link_bw):
+    topo = build(f"fattree,k={k}", bw=1000, ecmp="two-level")
+    if link_bw:
+        topo.set_bandwidth(link_bw)
+    topo = simgrid_platform.indexed(topo)
+    req = dict(ecmp="two-level", bw=1000, max_seconds=None, workers=workers, placement=placement,
+               mb=mb or equal_shards_mb(workers))
+    by = core.project(core.Request(f"fattree,k={k}", "ps", **req), topo)
+    off = core.project(core.Request(f"fattree,k={k}", "ps", reduce="off", **req), topo)
+    red = by["simulator"]["reduction"]
+    assert red["method"].startswith("orbits of the placement's symmetries"), by["simulator"]["orbits_refused"]
+    assert red["classes_per_step"][0] < workers * (workers - 1)
+    assert ("padded" in red) == (mb is not None)
+    assert by["median_sync_seconds"] == pytest.approx(off["median_sync_seconds"], rel=TOL)
+    assert by["step_seconds"] == pytest.approx(off["step_seconds"], rel=TOL)
+    assert by["payload_equal"] and off["payload_equal"]
+    assert by["payload_bytes_expected"] == off["payload_bytes_expected"]
+    for key in ("bound_seconds", "bound_nonblocking_seconds", "data_bytes_per_sync", "framing_bytes_per_sync"):
+        assert by[key] == off[key], key
+
+
 def test_padded_is_one_block_per_step_where_the_parts_cover_every_rank():
     ctx = base.PlanContext(workers=16, servers=0, layer_sizes=(1001,))
     _, plan = base.plan_for("ps", ctx)
@@ -274,7 +344,7 @@ def test_per_class_bandwidths_keep_the_symmetry():
 
 
 @needs_simgrid
-@pytest.mark.parametrize("kw,why", [(dict(workers=12), "fewer than every host"),
+@pytest.mark.parametrize("kw,why", [(dict(workers=3), "no symmetry of the routed Fat-Tree moves a worker"),
                                     (dict(mb=0.00001), "unequal shards"),
                                     (dict(workers=14, servers=2), "dedicated servers"),
                                     (dict(algo="ring"), "no Algorithm.blocks")])
@@ -325,3 +395,12 @@ def test_a_refusal_of_the_listed_flows_names_why_not_by_orbits():
     req = core.Request("fattree,k=8", "ps", ecmp="hash", bw=1000, max_memory=200e6)
     with pytest.raises(core.TooLarge, match=r"GiB available \(not by orbits: hash ECMP"):
         core.prepare(req, fattree(8, "hash"))
+
+
+@needs_simgrid
+def test_a_placement_whose_padding_is_not_proved_exact_lists_every_flow():
+    # 12 workers spread on k=4 (two on some edge switches, one on others), unequal shards: the
+    # padded step's two bounds part, so the unequal plan is simulated flow by flow, with off's answer
+    req = core.Request("fattree,k=4", "ps", ecmp="two-level", bw=1000, max_seconds=None, workers=12,
+                       placement="spread", mb=1.00001)
+    falls_back(fattree(4), req, "padding would change the answer")
