@@ -80,10 +80,8 @@ def test_ps_blocks_are_its_phases(workers, servers, elements):
     assert base.get("ring").step_blocks({}) is None  # the default: no block form
 
 
-def pair_orbits(topo):
-    """Orbits of every (src, dst) host pair under the generators, by union-find (brute force)."""
-    gens = orbits.generators(topo)
-    hosts = topo.hosts()
+def brute_pair_orbits(hosts, gens):
+    """Orbits of the ordered pairs of distinct `hosts` under `gens`, by union-find (brute force)."""
     pairs = [(s, d) for s in hosts for d in hosts if s != d]
     parent = {p: p for p in pairs}
 
@@ -100,7 +98,12 @@ def pair_orbits(topo):
     out = {}
     for p in pairs:
         out.setdefault(find(p), set()).add(p)
-    return list(out.values())
+    return sorted(sorted(o) for o in out.values())
+
+
+def pair_orbits(topo):
+    """Orbits of every (src, dst) host pair under the generators, by union-find (brute force)."""
+    return [set(o) for o in brute_pair_orbits(topo.hosts(), orbits.generators(topo))]
 
 
 @pytest.mark.parametrize("k", [4, 6])
@@ -154,27 +157,6 @@ def test_projection_by_orbits_gives_the_unreduced_answer(k, mb):
                 "rounds_per_sync"):
         assert by[key] == off[key], key
     assert by["simulator"]["messages"] == off["simulator"]["messages"]
-
-
-def brute_pair_orbits(hosts, gens):
-    """Orbits of the ordered pairs of distinct `hosts` under `gens`, by union-find (brute force)."""
-    pairs = [(s, d) for s in hosts for d in hosts if s != d]
-    parent = {p: p for p in pairs}
-
-    def find(x):
-        while parent[x] != x:
-            x = parent[x]
-        return x
-
-    for m in gens.values():
-        for s, d in pairs:
-            a, b = find((s, d)), find((m[s], m[d]))
-            if a != b:
-                parent[b] = a
-    out = {}
-    for p in pairs:
-        out.setdefault(find(p), set()).add(p)
-    return sorted(sorted(o) for o in out.values())
 
 
 @pytest.mark.parametrize("k,workers,placement", [(4, 8, "ordered"), (4, 12, "spread"), (4, 5, "spread"),
