@@ -615,3 +615,17 @@ if __name__ == "__main__":
     PINNED_PLAN.write_text(head + ',\n "trees": [\n' + ",\n".join("  " + json.dumps(t) for t in case["trees"]) + "\n ]\n}\n")
     assert json.loads(PINNED_PLAN.read_text()) == case
     print(f"wrote {PINNED_PLAN}")
+
+
+@pytest.mark.parametrize("n,levels,seed", [(2, 3, 0), (5, 2, 1), (9, 3, 2), (16, 4, 3), (40, 1000, 4)])
+def test_exact_kruskal_is_networkx_kruskal_ties_and_all(n, levels, seed):
+    """The pricing's minimum spanning tree is the one networkx's Kruskal returns on the complete
+    graph built row by row, ties broken the same way (few weight levels: many ties)."""
+    rng = np.random.default_rng(seed)
+    w = rng.integers(0, levels, size=(n, n)).astype(float) / 7
+    w = np.triu(w, 1) + np.triu(w, 1).T
+    g = nx.Graph()
+    g.add_nodes_from(range(n))
+    g.add_weighted_edges_from((u, v, float(w[u, v])) for u in range(n) for v in range(u + 1, n))
+    want = sorted(tuple(sorted(e)) for e in nx.minimum_spanning_edges(g, algorithm="kruskal", data=False))
+    assert forest._kruskal(w) == want
