@@ -732,8 +732,9 @@ def add_project(sub) -> None:
                     help="driver: one actor starts every message of a step (fast); ranks: one actor per rank")
     ap.add_argument("--reduce", default=Sweep.reduce, choices=("auto", "on", "off"),
                     help="simulate one communication per class of interchangeable flows (exact). auto: by orbits "
-                         "of the routed Fat-Tree's automorphisms where plan and routes are symmetric (two-level "
-                         "routing, every host, equal blocks: no flow listed, emulation/simulator/orbits.py), else "
+                         "of the routed Fat-Tree's or BCube's automorphisms where plan and routes are symmetric "
+                         "(Fat-Tree: two-level routing; BCube: every server a rank; equal blocks: no flow listed, "
+                         "emulation/simulator/orbits.py), else "
                          "by colour refinement of every flow (emulation/simulator/symmetry.py) where every flow "
                          "would take over 30 CPU s and the routing keeps the symmetry (not hash ECMP on a "
                          "Fat-Tree); on: colour refinement always; off: every flow")

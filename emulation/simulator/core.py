@@ -836,12 +836,16 @@ class Prepared:
 
 
 def nic_bytes(topo: Topology, hosts: list, link_bytes: dict) -> dict:
-    """Per host NIC {tx, rx} from bytes per directed link (named by its transmitting interface)."""
+    """Per host NIC {tx, rx} from bytes per directed link (named by its transmitting interface):
+    every NIC of the ranks' hosts, and of any other host that carried bytes (a BCube server that
+    relays for the ranks without being one: `expected.expected_nic_bytes` counts it too)."""
     out = {}
-    for h in hosts:
+    placed = set(hosts)
+    for h in topo.hosts():
         for nic in topo.host_nics(h):
-            out[nic.name] = {"tx": int(link_bytes.get(nic.name, 0)),
-                             "rx": int(link_bytes.get(topo.peer(nic.name).name, 0))}
+            tx, rx = int(link_bytes.get(nic.name, 0)), int(link_bytes.get(topo.peer(nic.name).name, 0))
+            if h in placed or tx or rx:
+                out[nic.name] = {"tx": tx, "rx": rx}
     return out
 
 
@@ -1260,8 +1264,8 @@ def project(req: Request | Prepared, topo: Topology | None = None, inspect: bool
 # ---- a symmetric plan on a symmetric network: one communication per orbit (issue #23) ----
 def _prepare_orbits(req: Request, topo: Topology, name: str, raw: dict, workers: int, servers: int,
                     layer_sizes, layers, model: str):
-    """The projection by orbits (`orbits.py`: the plan's blocks under the routed Fat-Tree's
-    automorphisms, one route per orbit, no flow listed) as a Prepared, or one line saying why
+    """The projection by orbits (`orbits.py`: the plan's blocks under the routed Fat-Tree's or
+    BCube's automorphisms, one route per orbit, no flow listed) as a Prepared, or one line saying why
     it does not apply (the projection then lists every flow, as before). `--reduce auto` only:
     `on` keeps the colour refinement of every flow (`symmetry.py`), `off` reduces nothing."""
     from topologies.placement import place
@@ -1289,6 +1293,8 @@ def _prepare_orbits(req: Request, topo: Topology, name: str, raw: dict, workers:
     blocks = algo.step_blocks(plan)
     why = orbits.steps_refusal(topo, hosts, blocks)
     sim_blocks = blocks
+    if why and topo.kind == "bcube":  # relayed bytes have a closed form for equal blocks only
+        return why
     if why:  # unequal shards: the same pairs padded to the largest, where that provably changes no time
         placed = blocks is not None and orbits.placement_refusal(topo, hosts) is None
         sim_blocks = orbits.padded(blocks, len(hosts)) if placed else None
@@ -1317,10 +1323,12 @@ def _prepare_orbits(req: Request, topo: Topology, name: str, raw: dict, workers:
         raise ValueError(f"{algo.name}: {len(rounds)} round counts for {len(blocks)} steps")
     before, after = _charged(len(blocks), 1, *algo.compute_charges(plan, dict(req.compute)))
     # no flow listed: steps stays empty, the timing lists have one entry per step of blocks
-    arrival = fanin.arrivals(topo, hosts)  # None: orbits take one NIC per host
-    extra = fanin.extra_flows(blocks, arrival)
     cap = incast_cap_of(req, topo, hosts)
-    fb = _flow_bytes(blocks, cap, arrival)
+    if topo.kind == "bcube":  # the NICs each route enters, relays too: read off the orbits, no route walked
+        most, mean = orbits.into_nics(topo, form, blocks)
+        extra, fb = [max(0, x - 1) for x in most], (mean if cap and cap[0] else [])
+    else:  # one NIC per host: each flow enters the one it is addressed to
+        extra, fb = fanin.extra_flows(blocks), _flow_bytes(blocks, cap)
     inc = incast_steps(blocks, incast_of(req, topo, hosts), cap, fb)
     startups = _startups(rounds, extra, req.round_latency, inc)
     sim_form = SimForm([], [0.0] * len(blocks), startups,

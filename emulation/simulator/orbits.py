@@ -1,5 +1,5 @@
 """A symmetric plan on a symmetric network, projected without listing its flows: one SimGrid
-communication per orbit of flows under the routed Fat-Tree's automorphisms (issue #23).
+communication per orbit of flows under the routed Fat-Tree's or BCube's automorphisms (issue #23).
 
 Why. `symmetry.py` reduces a step exactly (colour refinement: the coarsest equitable partition)
 but needs every flow's route to find the classes: PS at 1024 workers is 1M flows and routes a
@@ -40,8 +40,22 @@ What (pure).
    block's bytes to each destination, no route read), the busiest-link bound is read off the
    same link orbits.
 
+BCube (`bcube_generators`, every server a rank). Its routes correct one differing digit per
+hop, highest level first and the addressed NIC's level last (topologies/bcube.py), so which
+levels a route crosses, and in which order, depends only on which digits differ: permuting the
+values of one digit (the servers' digit l, and digit l in the names of the switches of the other
+levels) maps every route onto the image pair's route, to each of the destination's addresses
+(checked on every pair by `check_generators`). These permutations, (S_n)^k, are transitive on
+servers and on the pairs that differ in the same set D of digits: a block from every server to
+every server is 2^k - 1 orbits of P (n - 1)^|D| flows, the representative from server 0 to the
+server whose digits are 1 on D. Servers relay, so the closed form of bytes per NIC counts hops,
+not ends (`bcube_nic_bytes`), and the flows into each NIC that an incast start-up is charged for
+(relays included, `fanin.arrivals`) are read off the link orbits into the servers (`into_nics`).
+A placement on fewer servers is refused (no closed form of its relayed bytes here), and so are
+unequal shards (no padding: the padding bounds take ends, not relays).
+
 Where it does not apply (`refusal`, one line, and the projection falls back to listing every
-flow, `symmetry.py` or not): not a Fat-Tree; hash ECMP (a per-pair hash is no group action:
+flow, `symmetry.py` or not): neither a Fat-Tree nor a BCube; hash ECMP (a per-pair hash is no group action:
 collisions give flows bottlenecks of their own); links of one orbit with unequal capacities
 (per-link bandwidths, a background load); a block whose ranks are not every rank (dedicated
 servers, shards some owners lack: the plan's own symmetry is then smaller than G); a placement
@@ -69,8 +83,10 @@ from workloads.algorithms import base
 # ---- the group ---------------------------------------------------------------------------
 def refusal(topo: Topology) -> str | None:
     """Why `topo`'s routes have no symmetry group known here (one line); None when they do."""
+    if topo.kind == "bcube":
+        return None
     if topo.kind != "fattree":
-        return f"{topo.name} is not a Fat-Tree: no automorphism group of its routes is known here"
+        return f"{topo.name} is neither a Fat-Tree nor a BCube: no automorphism group of its routes is known here"
     ecmp = topo.params.get("ecmp", "hash")
     if ecmp != "two-level":
         return (f"{ecmp} ECMP on {topo.name}: a per-pair hash is not invariant under the Fat-Tree's symmetry "
@@ -86,7 +102,10 @@ def _coords(topo: Topology) -> tuple[int, int]:
 def generators(topo: Topology, transpositions: bool = False) -> dict:
     """name -> {node: image node} for the generators of G (module docstring, step 2); with
     `transpositions`, every swap of two neighbouring pods too ("pod-swap-i": pods i and i + 1),
-    elements of G already, from which `placement_generators` keeps those that keep a placement."""
+    elements of G already, from which `placement_generators` keeps those that keep a placement.
+    On a BCube, `bcube_generators`."""
+    if topo.kind == "bcube":
+        return bcube_generators(topo)
     k, h = _coords(topo)
     nodes = list(topo.nodes)
 
@@ -116,6 +135,38 @@ def generators(topo: Topology, transpositions: bool = False) -> dict:
     return {name: {n: image(n, **kw) for n in nodes} for name, kw in gens.items()}
 
 
+def bcube_generators(topo: Topology) -> dict:
+    """name -> {node: image node} for the generators of a BCube's group (module docstring,
+    "BCube"): per level l, the swap of digit values 0 and 1 in digit l ("digit-l-swap") and, for
+    n > 2, the cycle v -> v + 1 mod n ("digit-l-cycle"), applied to the servers' digit l and to
+    the digit l among the other digits in the names of the switches of every other level (a
+    level-l switch is kept: its ports are permuted)."""
+    n, k = int(topo.params["n"]), int(topo.params["k"])
+    perms = {}
+    for level in range(k):
+        perms[f"digit-{level}-swap"] = (level, [1, 0] + list(range(2, n)))
+        if n > 2:
+            perms[f"digit-{level}-cycle"] = (level, [(v + 1) % n for v in range(n)])
+
+    def image(node: str, level: int, perm: list) -> str:
+        if node[0] == "h":  # h<a_{k-1}..a_0>: digit l at position k - 1 - l
+            ds = list(node[1:])
+            pos = k - 1 - level
+            ds[pos] = f"{perm[int(ds[pos], 16)]:x}"
+            return "h" + "".join(ds)
+        if node[0] == "s":  # s<l'>_<the digits but l'>
+            own, other = node[1:].split("_")
+            if int(own) == level:
+                return node
+            at = [p for p in range(k) if p != k - 1 - int(own)].index(k - 1 - level)
+            other = list(other)
+            other[at] = f"{perm[int(other[at], 16)]:x}"
+            return f"s{own}_{''.join(other)}"
+        raise ValueError(f"{node} is not a BCube node name")
+
+    return {name: {x: image(x, level, perm) for x in topo.nodes} for name, (level, perm) in perms.items()}
+
+
 def placement_generators(topo: Topology, hosts: list) -> dict:
     """The generators of G (pod transpositions included) that map the hosts of a placement onto
     themselves and move at least one of them: they generate a subgroup H of the placement's
@@ -123,6 +174,8 @@ def placement_generators(topo: Topology, hosts: list) -> dict:
     rank alike (blocks from every rank to every rank) equitably, as G's do where every host is
     a worker. Empty when none does (the projection then lists every flow)."""
     placed = set(hosts)
+    if topo.kind == "bcube" and placed != set(topo.hosts()):
+        return {}  # a placement's subgroup is not looked for on a BCube (placement_refusal)
     out = {}
     for name, m in generators(topo, transpositions=True).items():
         if {m[h] for h in placed} == placed and any(m[h] != h for h in placed):
@@ -187,7 +240,8 @@ def link_maps(topo: Topology, gens: dict) -> dict:
 
 def check_generators(topo: Topology, pairs=None) -> list[str]:
     """The brute force (tests): every generator keeps every link's capacity and maps the route of
-    each (src host, dst host) pair (all of them by default) onto the route of the image pair.
+    each (src host, dst host) pair (all of them by default), to each of the destination's
+    addresses (a BCube server has one per level), onto the route of the image pair.
     Returns what failed, empty when G is a group of the routed network."""
     gens = generators(topo)
     links = link_maps(topo, gens)
@@ -199,10 +253,11 @@ def check_generators(topo: Topology, pairs=None) -> list[str]:
             if topo.link_of(tx).bw != topo.link_of(img).bw:
                 bad.append(f"{name}: {tx} -> {img} changes the capacity")
         for s, d in pairs:
-            r = [tx for tx, _ in topo.route(s, topo.host_nics(d)[0].ip)]
-            g = [tx for tx, _ in topo.route(m[s], topo.host_nics(m[d])[0].ip)]
-            if [links[name][x] for x in r] != g:
-                bad.append(f"{name}: route {s} -> {d} does not map onto route {m[s]} -> {m[d]}")
+            for nic in range(len(topo.host_nics(d))):
+                r = [tx for tx, _ in topo.route(s, topo.host_nics(d)[nic].ip)]
+                g = [tx for tx, _ in topo.route(m[s], topo.host_nics(m[d])[nic].ip)]
+                if [links[name][x] for x in r] != g:
+                    bad.append(f"{name}: route {s} -> {d} (NIC {nic}) does not map onto route {m[s]} -> {m[d]}")
     return bad
 
 
@@ -299,7 +354,10 @@ def padded_exact(topo: Topology, hosts: list, steps: list, form: "OrbitForm", ca
 def block_nic_bytes(topo: Topology, hosts: list, steps: list) -> dict:
     """host NIC -> {tx, rx}: the closed form of the blocks' payload on a network where every
     flow leaves by its source's NIC `nic` and arrives by its destination's (no relaying host: a
-    Fat-Tree). No route is read: what the simulated bytes are checked against."""
+    Fat-Tree), or on a BCube (`bcube_nic_bytes`). No route is read: what the simulated bytes are
+    checked against."""
+    if topo.kind == "bcube":
+        return bcube_nic_bytes(topo, hosts, steps)
     out = {n.name: {"tx": 0, "rx": 0} for h in hosts for n in topo.host_nics(h)}
     for step in steps:
         for b in step:
@@ -317,6 +375,52 @@ def block_nic_bytes(topo: Topology, hosts: list, steps: list) -> dict:
                 out[nic]["rx"] += n * fwd
                 out[nic]["tx"] += n * back
     return out
+
+
+def bcube_nic_bytes(topo: Topology, hosts: list, steps: list) -> dict:
+    """host NIC -> {tx, rx} on a BCube whose every server is a rank, for blocks from every rank
+    to every rank: a flow corrects one differing digit per hop, on that digit's level (its last
+    hop on the addressed NIC's level, the others highest first), so of the P - 1 flows from a
+    server, P (n - 1) / n cross level l, and every server, the group being transitive on them,
+    sends and receives as many hops on its level-l NIC as it starts (relays included), each
+    carrying the block's data and framing one way and the receiver's notifications the other.
+    ValueError elsewhere (a placement on fewer servers, a block not from every rank to every
+    rank: relayed bytes then have no closed form here)."""
+    n, k = int(topo.params["n"]), int(topo.params["k"])
+    P = len(hosts)
+    if set(hosts) != set(topo.hosts()) or P != n ** k:
+        raise ValueError(f"{P} ranks on {len(topo.hosts())} servers of {topo.name}: the relayed bytes' closed form "
+                         "needs a rank on every server")
+    every = set(range(P))
+    per_pair = 0
+    for step in steps:
+        for b in step:
+            if set(b.srcs) != every or set(b.dsts) != every:
+                raise ValueError(f"a block from {len(set(b.srcs))} to {len(set(b.dsts))} of {P} ranks on "
+                                 f"{topo.name}: the relayed bytes' closed form needs every rank to every rank")
+            fwd = int(b.bytes) + int(b.messages) * base.GLOO_SEND_FRAMING_BYTES
+            back = int(b.messages) * base.GLOO_NOTIFY_BYTES
+            per_pair += fwd + back
+    hops = P * (n - 1) // n  # flows from (and into, and through) one server that cross level l
+    return {nic.name: {"tx": hops * per_pair, "rx": hops * per_pair} for h in hosts for nic in topo.host_nics(h)}
+
+
+def into_nics(topo: Topology, form: "OrbitForm", steps: list) -> tuple[list, list]:
+    """(per step, most flows into one NIC; their mean bytes): `fanin.converging` and
+    `fanin.converging_bytes` with the NICs each route enters (`fanin.arrivals`: a BCube's relays
+    too) read off the orbits: every link of a link orbit L into a host NIC carries
+    sum_F n(L, F) flows of each block of the step (blocks from every rank to every rank, all on
+    one NIC, so on the same routes), blocks of 0 bytes left out. No route is read."""
+    into = {o for link, o in form.orbit_of.items()
+            if topo.nodes[topo.intfs[link].node].kind == "switch"
+            and topo.nodes[topo.peer(link).node].kind == "host"}
+    most, mean = [], []
+    for step, counts in zip(steps, form.n):
+        sent = [int(b.bytes) for b in step if b.bytes > 0]
+        per_link = max((sum(c.get(o, 0) for c in counts) for o in into), default=0)
+        most.append(len(sent) * per_link if sent else 0)
+        mean.append(sum(sent) / len(sent) if sent and per_link else 0.0)
+    return most, mean
 
 
 # ---- the reduced form --------------------------------------------------------------------
@@ -349,6 +453,9 @@ def placement_refusal(topo: Topology, hosts: list) -> str | None:
     `placement_generators`) and the pairs are few enough to find their orbits."""
     if set(hosts) == set(topo.hosts()):
         return None
+    if topo.kind == "bcube":
+        return (f"{len(hosts)} ranks on {len(topo.hosts())} servers of {topo.name}: on a BCube only a placement on "
+                f"every server is projected by orbits (the relayed bytes' closed form holds only there)")
     if not placement_generators(topo, hosts):
         return (f"{len(hosts)} ranks on {len(topo.hosts())} hosts of {topo.name}: no symmetry of the routed "
                 f"Fat-Tree moves a worker while keeping the placement")
@@ -371,8 +478,11 @@ def steps_refusal(topo: Topology, hosts: list, steps: list | None) -> str | None
             if set(b.srcs) != every or set(b.dsts) != every:
                 return (f"step {i + 1} has a block from {len(set(b.srcs))} to {len(set(b.dsts))} of {len(hosts)} "
                         f"ranks (unequal shards or dedicated servers): not every rank to every rank")
-            if b.nic != 0:
+            if topo.kind == "fattree" and b.nic != 0:
                 return f"step {i + 1} sends on NIC {b.nic}; a Fat-Tree host has one"
+            if b.nic != steps[0][0].nic:
+                return (f"step {i + 1} sends on NIC {b.nic}, step 1 on NIC {steps[0][0].nic}: the orbits take one "
+                        "route per pair")
     return None
 
 
@@ -382,7 +492,6 @@ def orbit_form(topo: Topology, hosts: list, steps: list, capacity: dict, name: s
     it). Raises ValueError (one line) where an orbit's links differ in capacity."""
     from emulation.simulator.platform import Platform
 
-    k, h = _coords(topo)
     every = set(hosts) == set(topo.hosts())
     gens = generators(topo) if every else placement_generators(topo, hosts)
     maps = link_maps(topo, gens)
@@ -396,7 +505,15 @@ def orbit_form(topo: Topology, hosts: list, steps: list, capacity: dict, name: s
             raise ValueError(f"links {first[o]} and {link} are symmetric but carry {capacity[first[o]]:g} and "
                              f"{capacity[link]:g} B/s: unequal capacities break the symmetry")
     P = len(hosts)
-    if every:  # G is transitive on hosts: every orbit has a pair from h0_0_2 (module docstring, step 3)
+    nic = steps[0][0].nic if steps and steps[0] else 0
+    if every and topo.kind == "bcube":  # every pair of servers differing in the digits D is one orbit
+        n, k = int(topo.params["n"]), int(topo.params["k"])
+        reps = []
+        for mask in range(1, 2 ** k):  # D as bits, level 0 the lowest: digit 1 where D has the level
+            ds = [(mask >> (k - 1 - pos)) & 1 for pos in range(k)]
+            reps.append(("h" + "0" * k, "h" + "".join(map(str, ds)), P * (n - 1) ** bin(mask).count("1")))
+    elif every:  # G is transitive on hosts: every orbit has a pair from h0_0_2 (module docstring, step 3)
+        k, h = _coords(topo)
         reps = [("h0_0_2", f"h{p}_{e}_{t + 2}", P * (1 if p == 0 else k - 1))
                 for p in (0, 1) for e in range(h) for t in range(h)]
         reps = [(a, d, m) for a, d, m in reps if d != a]
@@ -409,7 +526,7 @@ def orbit_form(topo: Topology, hosts: list, steps: list, capacity: dict, name: s
     counts = []  # per flow orbit: {link orbit: n(L, F)}
     for src, d, m in reps:
         c: dict = {}
-        for tx, _ in topo.route(src, topo.host_nics(d)[0].ip):
+        for tx, _ in topo.route(src, topo.host_nics(d)[nic].ip):
             c[orbit_of[tx]] = c.get(orbit_of[tx], 0) + 1
         n = {}
         for o, x in c.items():
@@ -433,8 +550,10 @@ def orbit_form(topo: Topology, hosts: list, steps: list, capacity: dict, name: s
     used = {x for r in routes.values() for x in r}
     plat = Platform(f"{name or topo.name} (orbits)", hosts_out or ["idle"], [],
                     {x: capacity[x] for x in sorted(used)}, routes, {(a, z): (a, z) for a, z in routes})
-    info = {"method": ("orbits of the routed Fat-Tree's automorphisms (pods permuted, edge and host shifts), "
-                       "one communication per orbit (emulation/simulator/orbits.py)") if every else
+    info = {"method": ("orbits of the routed BCube's automorphisms (each level's digit values permuted), "
+                       "one communication per orbit (emulation/simulator/orbits.py)") if every and topo.kind == "bcube"
+            else ("orbits of the routed Fat-Tree's automorphisms (pods permuted, edge and host shifts), "
+                  "one communication per orbit (emulation/simulator/orbits.py)") if every else
                       (f"orbits of the placement's symmetries in the routed Fat-Tree's automorphisms (generated by "
                        f"{', '.join(sorted(gens))}), one communication per orbit (emulation/simulator/orbits.py)"),
             "flows_per_step": flows, "classes_per_step": [len(s) for s in sched],

@@ -23,7 +23,12 @@ symmetric network, one SimGrid communication per orbit of flows, no flow listed.
   algorithm without blocks;
 - a placement on fewer hosts than the Fat-Tree has is projected by the orbits of the generators
   that keep it (pod swaps, the shifts): they are the brute-force orbits of its pairs, and the
-  answer is the unreduced one (equal shards, padded ones, a slower core).
+  answer is the unreduced one (equal shards, padded ones, a slower core);
+- on a BCube whose every server is a rank, each level's digit values permuted are automorphisms
+  of the routes to every address; the 2^k - 1 orbits are the brute-force ones and equitable; the
+  relayed bytes' closed form per NIC is the routes' bytes; PS by orbits gives the unreduced
+  answer, with the flows into each NIC (relays included) for an incast start-up read off the
+  orbits; fewer servers or unequal shards fall back, named.
 """
 from __future__ import annotations
 
@@ -386,3 +391,96 @@ def test_a_placement_whose_padding_is_not_proved_exact_lists_every_flow():
     req = core.Request("fattree,k=4", "ps", ecmp="two-level", bw=1000, max_seconds=None, workers=12,
                        placement="spread", mb=1.00001)
     falls_back(fattree(4), req, "padding would change the answer")
+
+
+# ---- BCube: each level's digit values permuted (orbits.bcube_generators) -------------------
+def bcube(n, k):
+    return simgrid_platform.indexed(build(f"bcube,n={n},k={k}", bw=1000))
+
+
+@pytest.mark.parametrize("n,k", [(2, 3), (3, 2), (4, 2), (3, 3)])
+def test_bcube_generators_are_automorphisms_of_its_routes_to_every_address(n, k):
+    topo = bcube(n, k)
+    assert orbits.refusal(topo) is None
+    assert orbits.check_generators(topo) == []  # every pair, to each of the destination's k addresses
+
+
+@pytest.mark.parametrize("n,k", [(2, 3), (3, 2), (4, 2)])
+def test_bcube_orbits_are_the_brute_force_orbits_and_equitable(n, k):
+    topo = bcube(n, k)
+    hosts = topo.hosts()
+    P = len(hosts)
+    brute = pair_orbits(topo)
+    ctx = base.PlanContext(workers=P, layer_sizes=(4096 * P,), topology=topo, hosts=tuple(hosts),
+                           nics=len(topo.host_nics(hosts[0])))
+    algo, plan = base.plan_for("ps", ctx)
+    blocks = algo.step_blocks(plan)
+    form = orbits.orbit_form(topo, hosts, blocks, simgrid_platform.directed_links(topo))
+    assert len(brute) == 2 ** k - 1 == form.info["classes_per_step"][0]
+    # one orbit per non-empty set D of differing digits, of P (n - 1)^|D| pairs
+    assert sorted(len(o) for o in brute) == sorted(P * (n - 1) ** bin(x).count("1") for x in range(1, 2 ** k))
+    orbit_of_pair = {pair: i for i, o in enumerate(brute) for pair in o}
+    nic = blocks[0][0].nic
+    on_link: dict = {}
+    for s in hosts:
+        for d in hosts:
+            if s != d:
+                for tx, _ in topo.route(s, topo.host_nics(d)[nic].ip):
+                    key = (tx, orbit_of_pair[(s, d)])
+                    on_link[key] = on_link.get(key, 0) + 1
+    zero = "h" + "0" * k
+    reps = [(zero, "h" + "".join(str((x >> (k - 1 - p)) & 1) for p in range(k))) for x in range(1, 2 ** k)]
+    for (s, d), counts in zip(reps, form.n[0]):  # equitable: n(L, F) flows of F on every link of L
+        o = orbit_of_pair[(s, d)]
+        for link, lo in form.orbit_of.items():
+            assert on_link.get((link, o), 0) == counts.get(lo, 0), (s, d, link)
+
+
+@pytest.mark.parametrize("n,k", [(2, 3), (3, 2), (4, 2)])
+def test_bcube_relayed_nic_bytes_closed_form_is_the_routes_bytes(n, k):
+    topo = bcube(n, k)
+    hosts = topo.hosts()
+    P = len(hosts)
+    for elements in (4096 * P, 3 * P):
+        ctx = base.PlanContext(workers=P, layer_sizes=(elements,), topology=topo, hosts=tuple(hosts),
+                               nics=len(topo.host_nics(hosts[0])))
+        algo, plan = base.plan_for("ps", ctx)
+        laid = analysis.expected_nic_bytes(topo, hosts, algo.traffic(plan), 1)
+        assert orbits.block_nic_bytes(topo, hosts, algo.step_blocks(plan)) == laid
+    with pytest.raises(ValueError, match="a rank on every server"):
+        orbits.bcube_nic_bytes(topo, hosts[:-1], [])
+
+
+@needs_simgrid
+@pytest.mark.parametrize("n,k,incast", [(2, 3, False), (3, 2, False), (4, 2, True), (3, 3, True)])
+def test_ps_on_bcube_by_orbits_gives_the_unreduced_answer(n, k, incast):
+    # with an incast start-up capped by the flows' bytes, the flows into each NIC (relays
+    # included) are read off the orbits instead of walked route by route
+    spec = f"bcube,n={n},k={k}"
+    topo = bcube(n, k)
+    extra = dict(incast=0.004, incast_bytes=20e3, incast_flow_share=0.4) if incast else {}
+    req = dict(bw=1000, mb=equal_shards_mb(n ** k), max_seconds=None, **extra)
+    by = core.project(core.Request(spec, "ps", **req), topo)
+    off = core.project(core.Request(spec, "ps", reduce="off", **req), topo)
+    red = by["simulator"]["reduction"]
+    assert red["method"].startswith("orbits of the routed BCube"), by["simulator"]["orbits_refused"]
+    assert red["classes_per_step"] == [2 ** k - 1] * 2
+    assert by["extra_flows_per_sync"] == off["extra_flows_per_sync"] > 0
+    assert by["median_sync_seconds"] == pytest.approx(off["median_sync_seconds"], rel=TOL)
+    assert by["step_seconds"] == pytest.approx(off["step_seconds"], rel=TOL)
+    assert by["payload_equal"] and off["payload_equal"]
+    assert by["payload_bytes_simulated"] == off["payload_bytes_simulated"]
+    assert by["payload_bytes_expected"] == off["payload_bytes_expected"]
+    for key in ("bound_seconds", "bound_nonblocking_seconds", "data_bytes_per_sync", "framing_bytes_per_sync",
+                "rounds_per_sync"):
+        assert by[key] == off[key], key
+    if incast:
+        assert by["incast_seconds"] == off["incast_seconds"] > 0
+
+
+@needs_simgrid
+@pytest.mark.parametrize("kw,why", [(dict(workers=8), "only a placement on every server"),
+                                    (dict(mb=0.00001), "unequal shards")])
+def test_ps_on_bcube_without_its_symmetry_falls_back_named(kw, why):
+    req = core.Request("bcube,n=3,k=2", "ps", bw=1000, max_seconds=None, **kw)
+    falls_back(bcube(3, 2), req, why)
