@@ -9,7 +9,9 @@
 # here (the unequal plan's busiest-NIC bound equals the padded flows' max-min completion bound).
 # Placements on fewer hosts (ordered: whole pods) go by the orbits of the symmetries that keep
 # them: 512 of k=16's 1024 hosts (listed flow by flow, projection-ps-fattree16-512/, 887 s on
-# 2026-11-23) and 1440 of k=24's 3456. With NAMEs, only those folders:
+# 2026-11-23) and 1440 of k=24's 3456. PS on BCube(8,3), every server a rank, by the orbits of
+# each level's digit permutations, and the same with every flow routed and reduced by colour
+# refinement (--reduce on), the comparison. With NAMEs, only those folders:
 #   flock /run/syncbed/lock bash scripts/project_ps_orbits.sh projection-ps-fattree16-512-orbits
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,3 +47,5 @@ run projection-ps-fattree16-1024 --topo fattree,k=16 --workers 1024 --algo ps --
 run projection-ps-fattree24-3456 --topo fattree,k=24 --algo ps --mb 4 --bw 1000 --ecmp two-level
 run projection-ps-fattree16-512-orbits --topo fattree,k=16 --workers 512 --algo ps --mb 4 --bw 1000 --ecmp two-level
 run projection-ps-fattree24-1440 --topo fattree,k=24 --workers 1440 --algo ps --mb 4 --bw 1000 --ecmp two-level
+run projection-ps-bcube83-orbits --topo bcube,n=8,k=3 --algo ps --mb 4 --bw 1000
+run projection-ps-bcube83-listed --topo bcube,n=8,k=3 --algo ps --mb 4 --bw 1000 --reduce on

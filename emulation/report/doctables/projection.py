@@ -720,7 +720,7 @@ def projection_bml_scale(data: dict) -> list[str]:
 # projections by orbits (issue #23, scripts/project_ps_orbits.sh): each folder also keeps
 # command.json, the whole command as `/usr/bin/time -v` measured it
 TIMED = ("projection-ps-fattree16-1024", "projection-ps-fattree24-3456", "projection-ps-fattree16-512-orbits",
-         "projection-ps-fattree24-1440")
+         "projection-ps-fattree24-1440", "projection-ps-bcube83-orbits", "projection-ps-bcube83-listed")
 RUNTIMES = ("projection-fattree-sweep/summary.json", "projection-ps-fattree16-512/summary.json",
             "projection-bml-bcube83/summary.json") + tuple(f"{f}/summary.json" for f in TIMED) \
     + tuple(f"{f}/command.json" for f in TIMED)
