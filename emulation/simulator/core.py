@@ -587,9 +587,28 @@ def simgrid_available() -> str | None:
     return None
 
 
-def _run_in_engine(platform, sched, model: NetworkModel, mode: str, inspect: bool, timing=None) -> dict:
+def repeated_steps(sched: list) -> list:
+    """Per step of `sched` (messages (src, dst, bytes), or `Flow`s), whether an earlier step
+    carries the same messages (in any order). In the driver a step's flows start on an empty
+    network (the step before ended with its every message) and the sharing is deterministic and
+    stateless (max-min, the fan-in callbacks a function of the flows on a link now), so such a
+    step lasts what that earlier one did: the driver waits that long instead of simulating it
+    again (Top-k's all-gather is P - 1 equal ring steps; a replay repeats its syncs). Pure."""
+    seen: set = set()
+    out = []
+    for step in sched:
+        key = tuple(sorted(step))
+        out.append(key in seen)
+        seen.add(key)
+    return out
+
+
+def _run_in_engine(platform, sched, model: NetworkModel, mode: str, inspect: bool, timing=None,
+                   repeat: bool = True) -> dict:
     """Runs in the child: build the platform, run the schedule, report times and bytes.
-    `timing`: (release, startup[, before, after]) per step (SimForm.timing), or None for all zeros."""
+    `timing`: (release, startup[, before, after]) per step (SimForm.timing), or None for all zeros.
+    `repeat` (driver mode): a step whose messages an earlier step carried (`repeated_steps`)
+    takes that step's duration without being simulated again."""
     simgrid = _import_simgrid()
     t0, c0 = time.perf_counter(), time.process_time()
     engine = simgrid.Engine(["syncbed-project", *model.cfg(), "--log=root.thres:warning",
@@ -623,11 +642,22 @@ def _run_in_engine(platform, sched, model: NetworkModel, mode: str, inspect: boo
                 raise RuntimeError(f"a message {pair[0]} -> {pair[1]} ended with {c.remaining} bytes left")
             sent[pair] = sent.get(pair, 0) + size
 
+    repeated = repeated_steps(sched) if repeat and mode == "driver" else [False] * len(sched)
     if mode == "driver":
+        lasted: dict = {}  # a step's messages -> the seconds its flows took
+
         def driver():
             for i, step in enumerate(sched):
                 wait_turn(i)
-                finish(start(step))
+                key = tuple(sorted(step))
+                if repeated[i]:
+                    simgrid.this_actor.sleep_for(lasted[key])
+                    for s, d, size in step:
+                        sent[(s, d)] = sent.get((s, d), 0) + size
+                else:
+                    t = simgrid.Engine.clock
+                    finish(start(step))
+                    lasted[key] = simgrid.Engine.clock - t
                 computed(i)
                 step_end.append(simgrid.Engine.clock)
         simgrid.Actor.create("driver", hosts[platform.hosts[0]], driver)
@@ -662,6 +692,8 @@ def _run_in_engine(platform, sched, model: NetworkModel, mode: str, inspect: boo
     out = {"step_seconds": [b - a for a, b in zip([0.0] + step_end[:-1], step_end)],
            "messages_per_step": [len(step) for step in sched],
            "sizes_per_step": [len({size for _, _, size in step}) for step in sched],
+           # steps not simulated again: an earlier step carried the same messages (`repeated_steps`)
+           "repeated_steps": repeated,
            "sync_seconds": step_end[-1] if step_end else 0.0,
            "link_bytes": link_bytes, "sent": sent,
            # oversubscribed links that took e_o (those in series with one as loaded: fanin.in_series)
@@ -692,9 +724,11 @@ def _child(conn, args) -> None:
 
 
 def simulate(platform, sched: list, model: NetworkModel = NetworkModel(), mode: str = "driver",
-             inspect: bool = False, timing=None) -> dict:
+             inspect: bool = False, timing=None, repeat: bool = True) -> dict:
     """Run `sched` (steps of (src ep, dst ep, bytes)) on `platform` in a forked child;
-    `timing` = (release, startup[, compute before, compute after]) per step (SimForm.timing) or None.
+    `timing` = (release, startup[, compute before, compute after]) per step (SimForm.timing) or None;
+    `repeat`: a step that repeats an earlier one's messages is not simulated again (driver mode,
+    `repeated_steps`; False: every step simulated, the tests' comparison).
 
     Returns step_seconds, sync_seconds, link_bytes (per directed link), sent (per endpoint
     pair), wall (platform build, run, total, CPU; the child's own) and the child's peak RSS."""
@@ -702,7 +736,7 @@ def simulate(platform, sched: list, model: NetworkModel = NetworkModel(), mode: 
         raise ValueError(f"mode {mode!r} is unknown; valid: {', '.join(MODES)}")
     ctx = multiprocessing.get_context("fork")  # the child inherits the platform: nothing pickled
     recv, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(send, (platform, sched, model, mode, inspect, timing)),
+    proc = ctx.Process(target=_child, args=(send, (platform, sched, model, mode, inspect, timing, repeat)),
                        daemon=True)
     proc.start()
     send.close()
@@ -886,8 +920,13 @@ def checked(req: Request, topo: Topology, hosts: list, algo: base.Algorithm, pla
     hops = route_hops(topo)
     step_flows = [len(s) for s in steps]
     ends = step_ends(topo, [len({f.payload for f in s}) for s in steps], step_flows)
+    # a step that repeats an earlier one is not simulated again in the driver (`repeated_steps`)
+    again = repeated_steps([[(f.src, f.dst, f.nic, f.payload) for f in s] for s in steps]) \
+        if req.mode == "driver" else [False] * len(steps)
+    simulated_flows = [f for f, r in zip(step_flows, again) if not r]
+    simulated_ends = [e for e, r in zip(ends, again) if not r]
     # fan-in counts the flows into each NIC: auto never reduces it (on is refused by project)
-    reduce = reduces(req.reduce, topo, step_flows) and ((req.fan_in, oversubscribed_charged(req, topo)) == (1.0, 1.0)
+    reduce = reduces(req.reduce, topo, simulated_flows) and ((req.fan_in, oversubscribed_charged(req, topo)) == (1.0, 1.0)
                                                          or req.reduce == "on")
     if reduce:  # SimGrid holds a few classes at a time; the arrays of the reduction hold every flow
         need = estimate_memory(topo, len(pairs), hops, 0) + MEM_PER_REDUCED_LINK * hops * sum(step_flows)
@@ -901,7 +940,7 @@ def checked(req: Request, topo: Topology, hosts: list, algo: base.Algorithm, pla
     if reduce:  # routes and the reduction; SimGrid's share is checked on the classes (reduced_run)
         cpu = estimate_seconds(topo, len(pairs), []) + reduced_seconds(sum(step_flows), hops)
     else:
-        cpu = estimate_seconds(topo, len(pairs), step_flows, ends)
+        cpu = estimate_seconds(topo, len(pairs), simulated_flows, simulated_ends)
     if req.max_seconds is not None and cpu > req.max_seconds:
         raise TooLarge(f"{what} would take about {cpu / 3600:.1f} CPU hours to simulate (SimGrid re-solves "
                        f"every coupled flow at each flow's end); limit {req.max_seconds / 60:g} min")
@@ -1135,15 +1174,25 @@ def _simulator_record(sim: dict, model: NetworkModel, p, counts: dict, messages:
             # what SimGrid ran (the classes where reduced): the run-time estimate's inputs
             "simulated_messages_per_step": sim.get("messages_per_step"),
             "simulated_sizes_per_step": sim.get("sizes_per_step"),
+            # steps that repeat an earlier one's messages, not simulated again (`repeated_steps`)
+            "repeated_steps": sum(sim.get("repeated_steps") or []),
             # what the run-time estimate charged for them (classes of a reduction end apart)
-            "step_estimate_seconds": round(steps_seconds(p.topo, sim.get("messages_per_step") or [],
-                                                         None if reduction is not None else sim.get("sizes_per_step")), 3),
+            "step_estimate_seconds": round(_simulated_steps_seconds(p.topo, sim, reduction is not None), 3),
             "cpu_estimate_seconds": round(p.cpu_seconds, 3),
             "memory_estimate_bytes": int(p.memory_bytes),
             "child_maxrss_bytes": sim["child_maxrss_bytes"],
             "parent_maxrss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
             "reduction": reduction,
             "oversubscribed_charged_links": sim.get("oversubscribed_charged_links", 0)}
+
+
+def _simulated_steps_seconds(topo: Topology, sim: dict, reduced: bool) -> float:
+    """The run-time estimate's step terms for the steps SimGrid simulated (repeated ones left out)."""
+    rep = sim.get("repeated_steps") or []
+    keep = [i for i in range(len(sim.get("messages_per_step") or [])) if not (i < len(rep) and rep[i])]
+    flows = [sim["messages_per_step"][i] for i in keep]
+    sizes = None if reduced else [sim["sizes_per_step"][i] for i in keep]
+    return steps_seconds(topo, flows, sizes)
 
 
 def _times(sim: dict, form: SimForm) -> dict:

@@ -572,3 +572,33 @@ def test_a_measured_runs_projection_simulates_the_plan_it_executed(tmp_path):
     _, pairs = reqs(copy)
     assert {req.plan_source for req, _ in pairs} == {"planned again (no job.json)"}
     assert all(req.replanned_differs == () for req, _ in pairs)
+
+
+@pytest.mark.parametrize("algo,kw", [
+    ("topk,density=0.001", {}),  # its all-gather: P - 1 equal ring steps
+    ("wfbp", {"model": "resnet50"}),  # one step per tensor, released with backprop: equal tensors repeat
+    ("topk,density=0.001", {"fan_in": 0.7}),  # the fan-in callbacks: a function of the flows on a link now
+    ("ps", {"round_latency": 1e-3, "incast": 2e-3})])  # by orbits: each step its own endpoints, none repeats
+def test_a_repeated_step_takes_the_time_it_took_when_simulated(algo, kw):
+    req = project.Request("fattree,k=4", algo, 16, bw=100, ecmp="two-level", max_seconds=None, **kw)
+    p = project.prepare(req)
+    rec = project.project(p, inspect=True)
+    model = project.NetworkModel(fan_in=req.fan_in)
+    every = project.simulate(rec["_platform"], rec["_sched"], model, "driver", False, p.form.timing(), repeat=False)
+    again = project.repeated_steps(rec["_sched"])
+    assert rec["simulator"]["repeated_steps"] == sum(again)
+    assert (sum(again) > 0) == (algo != "ps")
+    sim = rec["_sim"]
+    assert sim["step_seconds"] == pytest.approx(every["step_seconds"], rel=1e-9)
+    assert sim["sync_seconds"] == pytest.approx(every["sync_seconds"], rel=1e-9)
+    assert sim["sent"] == every["sent"] and sim["link_bytes"] == every["link_bytes"]
+    assert rec["payload_equal"]
+    # ranks mode simulates every step: the same times
+    ranks = project.simulate(rec["_platform"], rec["_sched"], model, "ranks", False, p.form.timing())
+    assert not any(ranks["repeated_steps"])
+    assert ranks["step_seconds"] == pytest.approx(every["step_seconds"], rel=1e-9)
+
+
+def test_repeated_steps_are_the_steps_an_earlier_one_carried_in_any_order():
+    a, b = [("x", "y", 5), ("y", "z", 5)], [("y", "z", 5), ("x", "y", 5)]
+    assert project.repeated_steps([a, b, [("x", "y", 6)], a, []]) == [False, True, False, True, False]
