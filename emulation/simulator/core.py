@@ -594,13 +594,14 @@ def repeated_steps(sched: list) -> list:
     stateless (max-min, the fan-in callbacks a function of the flows on a link now), so such a
     step lasts what that earlier one did: the driver waits that long instead of simulating it
     again (Top-k's all-gather is P - 1 equal ring steps; a replay repeats its syncs). Pure."""
-    seen: set = set()
-    out = []
-    for step in sched:
-        key = tuple(sorted(step))
-        out.append(key in seen)
-        seen.add(key)
-    return out
+    return [j != i for i, j in enumerate(first_steps(sched))]
+
+
+def first_steps(sched: list) -> list:
+    """Per step of `sched`, the index of the first step that carries the same messages (in any
+    order): its own index where no earlier step does (`repeated_steps`). Pure."""
+    first: dict = {}
+    return [first.setdefault(tuple(sorted(step)), i) for i, step in enumerate(sched)]
 
 
 def _run_in_engine(platform, sched, model: NetworkModel, mode: str, inspect: bool, timing=None,
@@ -642,22 +643,22 @@ def _run_in_engine(platform, sched, model: NetworkModel, mode: str, inspect: boo
                 raise RuntimeError(f"a message {pair[0]} -> {pair[1]} ended with {c.remaining} bytes left")
             sent[pair] = sent.get(pair, 0) + size
 
-    repeated = repeated_steps(sched) if repeat and mode == "driver" else [False] * len(sched)
+    first = first_steps(sched) if repeat and mode == "driver" else list(range(len(sched)))
+    repeated = [j != i for i, j in enumerate(first)]
+    again = [0] * len(sched)  # per first step, how many later steps repeated it
     if mode == "driver":
-        lasted: dict = {}  # a step's messages -> the seconds its flows took
+        lasted: dict = {}  # a first step's index -> the seconds its flows took
 
         def driver():
             for i, step in enumerate(sched):
                 wait_turn(i)
-                key = tuple(sorted(step))
                 if repeated[i]:
-                    simgrid.this_actor.sleep_for(lasted[key])
-                    for s, d, size in step:
-                        sent[(s, d)] = sent.get((s, d), 0) + size
+                    simgrid.this_actor.sleep_for(lasted[first[i]])
+                    again[first[i]] += 1
                 else:
                     t = simgrid.Engine.clock
                     finish(start(step))
-                    lasted[key] = simgrid.Engine.clock - t
+                    lasted[i] = simgrid.Engine.clock - t
                 computed(i)
                 step_end.append(simgrid.Engine.clock)
         simgrid.Actor.create("driver", hosts[platform.hosts[0]], driver)
@@ -683,6 +684,9 @@ def _run_in_engine(platform, sched, model: NetworkModel, mode: str, inspect: boo
     t1 = time.perf_counter()
     engine.run()
     t_run = time.perf_counter() - t1
+    for j, n in enumerate(again):  # the repeated steps' messages, carried as their first step's
+        for s, d, size in sched[j] if n else ():
+            sent[(s, d)] = sent.get((s, d), 0) + n * size
     # bytes per directed link, along the routes SimGrid itself holds (not the description's)
     link_bytes: dict = {}
     for (s, d), b in sent.items():
