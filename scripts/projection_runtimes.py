@@ -92,6 +92,7 @@ def point(spec: str, extra: list, topo: str, workers, kill: float) -> dict:
                 "simulated_seconds": run["simulated_seconds"], "sync_over_bound": run["sync_over_bound"],
                 "messages": s.get("messages"), "steps": s.get("steps"),
                 "simulated_messages_per_step": s.get("simulated_messages_per_step"),
+                "repeated_steps": s.get("repeated_steps"),
                 "reduced_classes_per_step": red.get("classes_per_step"),
                 "route_seconds": s.get("route_seconds"), "simgrid_cpu_seconds": s.get("simgrid_cpu_seconds"),
                 "projection_wall_seconds": s.get("wall_seconds"), "cpu_estimate_seconds": s.get("cpu_estimate_seconds"),

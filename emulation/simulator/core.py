@@ -588,8 +588,8 @@ def simgrid_available() -> str | None:
 
 
 def repeated_steps(sched: list) -> list:
-    """Per step of `sched` (messages (src, dst, bytes), or `Flow`s), whether an earlier step
-    carries the same messages (in any order). In the driver a step's flows start on an empty
+    """Per step of `sched` (messages as tuples: (src, dst, bytes), or any orderable tuples),
+    whether an earlier step carries the same messages (in any order). In the driver a step's flows start on an empty
     network (the step before ended with its every message) and the sharing is deterministic and
     stateless (max-min, the fan-in callbacks a function of the flows on a link now), so such a
     step lasts what that earlier one did: the driver waits that long instead of simulating it
@@ -599,9 +599,30 @@ def repeated_steps(sched: list) -> list:
 
 def first_steps(sched: list) -> list:
     """Per step of `sched`, the index of the first step that carries the same messages (in any
-    order): its own index where no earlier step does (`repeated_steps`). Pure."""
-    first: dict = {}
-    return [first.setdefault(tuple(sorted(step)), i) for i, step in enumerate(sched)]
+    order): its own index where no earlier step does (`repeated_steps`). A step's messages are
+    sorted only where an earlier step has as many messages of as many bytes in all (the last
+    item of each message), so steps that cannot repeat cost one pass. Pure."""
+    by_sig: dict = {}  # (messages, bytes) -> indices of the first steps with it
+    keys: dict = {}  # first step's index -> its sorted messages, built when first needed
+    out = []
+    for i, step in enumerate(sched):
+        sig = (len(step), sum(m[-1] for m in step))
+        firsts = by_sig.setdefault(sig, [])
+        found = i
+        if firsts:
+            key = tuple(sorted(step))
+            for j in firsts:
+                if j not in keys:
+                    keys[j] = tuple(sorted(sched[j]))
+                if keys[j] == key:
+                    found = j
+                    break
+            else:
+                keys[i] = key
+        if found == i:
+            firsts.append(i)
+        out.append(found)
+    return out
 
 
 def _run_in_engine(platform, sched, model: NetworkModel, mode: str, inspect: bool, timing=None,
@@ -735,7 +756,9 @@ def simulate(platform, sched: list, model: NetworkModel = NetworkModel(), mode: 
     `repeated_steps`; False: every step simulated, the tests' comparison).
 
     Returns step_seconds, sync_seconds, link_bytes (per directed link), sent (per endpoint
-    pair), wall (platform build, run, total, CPU; the child's own) and the child's peak RSS."""
+    pair), messages_per_step and sizes_per_step (every step's, repeated or not),
+    repeated_steps (per step: taken from an earlier step, not simulated), wall (platform build,
+    run, total, CPU; the child's own) and the child's peak RSS."""
     if mode not in MODES:
         raise ValueError(f"mode {mode!r} is unknown; valid: {', '.join(MODES)}")
     ctx = multiprocessing.get_context("fork")  # the child inherits the platform: nothing pickled
@@ -924,8 +947,10 @@ def checked(req: Request, topo: Topology, hosts: list, algo: base.Algorithm, pla
     hops = route_hops(topo)
     step_flows = [len(s) for s in steps]
     ends = step_ends(topo, [len({f.payload for f in s}) for s in steps], step_flows)
-    # a step that repeats an earlier one is not simulated again in the driver (`repeated_steps`)
-    again = repeated_steps([[(f.src, f.dst, f.nic, f.payload) for f in s] for s in steps]) \
+    # a step that repeats an earlier one is not simulated again in the driver (`repeated_steps`,
+    # on the messages the schedule will carry: `wire_flows`' legs, as `schedule` builds them)
+    again = repeated_steps([[(f.src, f.dst, f.nic, f.payload) for f in base.wire_flows(s)
+                             if f.payload > 0 and f.src != f.dst] for s in steps]) \
         if req.mode == "driver" else [False] * len(steps)
     simulated_flows = [f for f, r in zip(step_flows, again) if not r]
     simulated_ends = [e for e, r in zip(ends, again) if not r]
@@ -976,7 +1001,7 @@ def _check_growth(req: Request, name: str, raw: dict, topo: Topology, workers: i
 
     if workers <= 2 * GROWTH_FROM[-1]:
         return
-    counts = []
+    counts, widest, routes = [], [], []  # per small P: flows, the largest step's, the distinct routes
     try:
         for p in GROWTH_FROM:
             ctx = base.PlanContext(workers=p, servers=servers, layer_sizes=layer_sizes, layers=layers,
@@ -984,15 +1009,24 @@ def _check_growth(req: Request, name: str, raw: dict, topo: Topology, workers: i
                                    hosts=tuple(place(topo, p + servers, req.placement)), options=raw,
                                    link=dict(req.link) if req.link else None)
             algo, plan = base.plan_for(name, ctx)
-            counts.append(sum(len(s) for s in algo.simulated_steps(plan)))
+            steps = algo.simulated_steps(plan)
+            counts.append(sum(len(s) for s in steps))
+            widest.append(max((len(s) for s in steps), default=0))
+            routes.append(len({(f.src, f.dst, f.nic) for s in steps for f in s}))
     except (ValueError, KeyError):
         return
     if min(counts) < 1:
         return
-    e = math.log(counts[1] / counts[0]) / math.log(GROWTH_FROM[1] / GROWTH_FROM[0])
-    flows = counts[1] * (workers / GROWTH_FROM[1]) ** e
-    need = MEM_BASE + description_bytes(topology_sizes(topo)) + flows * (
-        MEM_PER_PLANNED_FLOW + MEM_PER_COMM + MEM_PER_ROUTE + 6 * MEM_PER_ROUTE_LINK)
+
+    def grown(at: list) -> tuple[float, float]:  # (at `workers`, exponent) of a count fitted as P^e
+        e = math.log(max(at[1], 1) / max(at[0], 1)) / math.log(GROWTH_FROM[1] / GROWTH_FROM[0])
+        return max(at[1], 1) * (workers / GROWTH_FROM[1]) ** e, e
+
+    flows, e = grown(counts)
+    # every flow is a Python object; SimGrid holds the communications of one step at a time and a
+    # route per pair (Top-k's P - 1 ring steps: P^2 flows, P concurrent, 2P routes)
+    need = MEM_BASE + description_bytes(topology_sizes(topo)) + flows * MEM_PER_PLANNED_FLOW \
+        + grown(widest)[0] * MEM_PER_COMM + grown(routes)[0] * (MEM_PER_ROUTE + 6 * MEM_PER_ROUTE_LINK)
     have = req.max_memory if req.max_memory is not None else available_memory()
     what = f"{name} on {workers} workers of {topo.name} (about {flows:,.0f} flows, growing as P^{e:.1f})"
     if need > have:
@@ -1118,7 +1152,9 @@ def _run_form(fast: Topology, hosts: list, form: SimForm, pairs, background, mod
         log(f"  reduced to {' + '.join(map(str, info['classes_per_step']))} classes of flows in {info['seconds']:.1f} s")
     need = reduced_memory(info["classes_per_step"])
     have = max_memory if max_memory is not None else available_memory()
-    full = steps_seconds(fast, [len(step) for step in sched], [len({b for _, _, b in step}) for step in sched])
+    kept = [step for step, r in zip(sched, repeated_steps(sched) if mode == "driver" else [False] * len(sched))
+            if not r]  # every flow listed, a repeated step is not simulated again
+    full = steps_seconds(fast, [len(step) for step in kept], [len({b for _, _, b in step}) for step in kept])
     if not insist and (need > have or cpu >= full):
         if log:
             log(f"  the reduction does not pay ({need / 2**30:.1f} GiB, {cpu:.0f} CPU s for its classes against "

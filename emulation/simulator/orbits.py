@@ -480,8 +480,9 @@ def steps_refusal(topo: Topology, hosts: list, steps: list | None) -> str | None
                         f"ranks (unequal shards or dedicated servers): not every rank to every rank")
             if topo.kind == "fattree" and b.nic != 0:
                 return f"step {i + 1} sends on NIC {b.nic}; a Fat-Tree host has one"
-            if b.nic != steps[0][0].nic:
-                return (f"step {i + 1} sends on NIC {b.nic}, step 1 on NIC {steps[0][0].nic}: the orbits take one "
+            nic = next(x.nic for st in steps for x in st)
+            if b.nic != nic:
+                return (f"step {i + 1} sends on NIC {b.nic}, an earlier block on NIC {nic}: the orbits take one "
                         "route per pair")
     return None
 
@@ -505,7 +506,7 @@ def orbit_form(topo: Topology, hosts: list, steps: list, capacity: dict, name: s
             raise ValueError(f"links {first[o]} and {link} are symmetric but carry {capacity[first[o]]:g} and "
                              f"{capacity[link]:g} B/s: unequal capacities break the symmetry")
     P = len(hosts)
-    nic = steps[0][0].nic if steps and steps[0] else 0
+    nic = next((b.nic for st in steps for b in st), 0)
     if every and topo.kind == "bcube":  # every pair of servers differing in the digits D is one orbit
         n, k = int(topo.params["n"]), int(topo.params["k"])
         reps = []

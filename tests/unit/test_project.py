@@ -602,3 +602,6 @@ def test_a_repeated_step_takes_the_time_it_took_when_simulated(algo, kw):
 def test_repeated_steps_are_the_steps_an_earlier_one_carried_in_any_order():
     a, b = [("x", "y", 5), ("y", "z", 5)], [("y", "z", 5), ("x", "y", 5)]
     assert project.repeated_steps([a, b, [("x", "y", 6)], a, []]) == [False, True, False, True, False]
+    # as many messages of as many bytes, other messages: a first step of its own, and repeated after
+    c = [("x", "z", 5), ("y", "z", 5)]
+    assert project.first_steps([a, c, c, b, [], []]) == [0, 1, 1, 0, 4, 4]

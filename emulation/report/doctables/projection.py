@@ -2061,7 +2061,9 @@ def projection_runtimes_all(data: dict) -> list[str]:
             if p["status"] == "ok" and cpu is not None and cpu >= 1.0:
                 est = num(p.get("step_estimate_seconds"))
                 per = p.get("simulated_messages_per_step") or [0]
-                checks.append([spec, p["topology"], str(p["workers"]), str(len(per)), f"{max(per):,}", fmt(cpu, ".3g"),
+                rep = p.get("repeated_steps")
+                checks.append([spec, p["topology"], str(p["workers"]),
+                               str(len(per)) + (f" ({rep} repeated)" if rep else ""), f"{max(per):,}", fmt(cpu, ".3g"),
                                fmt(est, ".3g"), fmt(est / cpu if cpu and est is not None else None, ".2f")])
                 if est is not None:
                     ratios.append((est / cpu, f"{spec} {p['topology']}"))
@@ -2075,8 +2077,9 @@ def projection_runtimes_all(data: dict) -> list[str]:
                                              f"{m.get('finished', '(unfinished)')}" for m in d.get("remeasured", []))
             + ".",
         "", "SimGrid's CPU against the run-time estimate's step terms (`step_seconds` over the messages "
-            "SimGrid ran per step, each step ending as `step_ends` says), every point that took a second or "
-            "more:", ""] + table(
+            "SimGrid ran per step, each step ending as `step_ends` says; a step that repeats an earlier one's "
+            "messages is not simulated again and costs the estimate nothing, `core.repeated_steps`, counted "
+            "where the point records it), every point that took a second or more:", ""] + table(
         ["algorithm", "topology", "P", "steps", "largest step (messages)", "SimGrid CPU s", "estimated s",
          "estimated / CPU"], checks) + ([
         "", f"Estimated / CPU: {span([r for r, _ in ratios], '.2f')}; below 1 (the estimate low): "
