@@ -1001,7 +1001,7 @@ def _check_growth(req: Request, name: str, raw: dict, topo: Topology, workers: i
 
     if workers <= 2 * GROWTH_FROM[-1]:
         return
-    counts, widest, routes = [], [], []  # per small P: flows, the largest step's, the distinct routes
+    counts, widest, routes, nsteps = [], [], [], []  # per small P: flows, the largest step's, routes, steps
     try:
         for p in GROWTH_FROM:
             ctx = base.PlanContext(workers=p, servers=servers, layer_sizes=layer_sizes, layers=layers,
@@ -1013,6 +1013,7 @@ def _check_growth(req: Request, name: str, raw: dict, topo: Topology, workers: i
             counts.append(sum(len(s) for s in steps))
             widest.append(max((len(s) for s in steps), default=0))
             routes.append(len({(f.src, f.dst, f.nic) for s in steps for f in s}))
+            nsteps.append(len(steps))
     except (ValueError, KeyError):
         return
     if min(counts) < 1:
@@ -1034,7 +1035,10 @@ def _check_growth(req: Request, name: str, raw: dict, topo: Topology, workers: i
     if req.reduce == "on" or (req.reduce == "auto" and not ends_apart(topo)):
         cpu = CPU_PER_ROUTE * flows + reduced_seconds(flows, 6)  # the classes are checked once reduced
     else:
-        cpu = CPU_PER_ROUTE * flows + step_seconds(flows, routing_ends(topo))  # as one step: an upper estimate
+        # every step as wide as the largest (an upper estimate: repeated steps cost nothing in the end)
+        wide = min(grown(widest)[0], flows)
+        cpu = CPU_PER_ROUTE * grown(routes)[0] + min(grown(nsteps)[0], flows / wide) * step_seconds(
+            wide, routing_ends(topo))
     if req.max_seconds is not None and cpu > req.max_seconds:
         raise TooLarge(f"{what} would take about {cpu / 3600:.1f} CPU hours to simulate; "
                        f"limit {req.max_seconds / 60:g} min")
