@@ -593,7 +593,7 @@ def repeated_steps(sched: list) -> list:
     network (the step before ended with its every message) and the sharing is deterministic and
     stateless (max-min, the fan-in callbacks a function of the flows on a link now), so such a
     step lasts what that earlier one did: the driver waits that long instead of simulating it
-    again (Top-k's all-gather is P - 1 equal ring steps; a replay repeats its syncs). Pure."""
+    again (Top-k's all-gather is P - 1 equal ring steps). Pure."""
     return [j != i for i, j in enumerate(first_steps(sched))]
 
 
@@ -1232,10 +1232,9 @@ def _simulator_record(sim: dict, model: NetworkModel, p, counts: dict, messages:
 
 def _simulated_steps_seconds(topo: Topology, sim: dict, reduced: bool) -> float:
     """The run-time estimate's step terms for the steps SimGrid simulated (repeated ones left out)."""
-    rep = sim.get("repeated_steps") or []
-    keep = [i for i in range(len(sim.get("messages_per_step") or [])) if not (i < len(rep) and rep[i])]
-    flows = [sim["messages_per_step"][i] for i in keep]
-    sizes = None if reduced else [sim["sizes_per_step"][i] for i in keep]
+    keep = [not r for r in sim["repeated_steps"]]
+    flows = [m for m, k in zip(sim["messages_per_step"], keep) if k]
+    sizes = None if reduced else [n for n, k in zip(sim["sizes_per_step"], keep) if k]
     return steps_seconds(topo, flows, sizes)
 
 
