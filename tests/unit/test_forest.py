@@ -536,19 +536,29 @@ def test_capacity_option_is_checked_in_one_line():
 PINNED = Path(__file__).resolve().parents[2]  # the repository
 PINNED_PLAN = PINNED / "tests" / "unit" / "forest_pinned_plan.json"
 PLANNER_LIBRARIES = ("networkx", "numpy", "scipy")
+# case -> (topology, bandwidths over its defaults, what it is, the stored packing). Scenario 5's
+# BCube prices over NICs; scenario 3's Fat-Tree has one NIC per host (`weights`' own path).
+PINNED_CASES = {
+    "bcube": ("bcube,n=4,k=2", {"level1": 5.0}, "bcube,n=4,k=2 level1=5 Mbit/s (level 0 20), 16 servers, "
+              "2**19 elements", PINNED_PLAN),
+    "fattree": ("fattree,k=4", {"agg-core": 5.0}, "fattree,k=4 agg-core=5 Mbit/s (others 20), 16 hosts, "
+                "2**19 elements", PINNED / "tests" / "unit" / "forest_pinned_plan_fattree.json"),
+}
 
 
-def pinned_case_plan() -> dict:
-    """Forest scenario 5's packing (BCube(4,2), 16 servers, level 1 at 5 Mbit/s, level 0 at 20,
-    2 MiB): the trees and rates, and the library versions that packed them."""
+def pinned_case_plan(case: str = "bcube") -> dict:
+    """A pinned case's packing (PINNED_CASES; 2 MiB): the trees and rates, the bounds, and the
+    library versions that packed them."""
     from importlib import metadata
 
-    topo = build("bcube,n=4,k=2")
-    topo.set_bandwidth({"level1": 5.0})
+    spec, bw, label, _ = PINNED_CASES[case]
+    topo = build(spec)
+    topo.set_bandwidth(bw)
     _, p = plan(topo, topo.hosts(), elements=2**19)
-    return {"case": "bcube,n=4,k=2 level1=5 Mbit/s (level 0 20), 16 servers, 2**19 elements",
+    return {"case": label,
             "versions": {name: metadata.version(name) for name in PLANNER_LIBRARIES},
             "rate": round(p["rate"], 3), "method": p["method"], "max_height": p["max_height"],
+            "bounds": {k: p[k] for k in ("bound_cut_seconds", "bound_rsag_seconds", "ring_seconds")},
             "trees": [{k: t[k] for k in ("root", "parent", "nic_up", "nic_down", "range", "chunk")}
                       for t in p["trees"]]}
 
@@ -565,13 +575,16 @@ def test_the_planner_libraries_are_the_pinned_versions():
     assert installed == pins, f"installed {installed}, requirements.txt pins {pins}: run make setup"
 
 
-def test_the_pinned_libraries_pack_the_stored_forest():
-    """The packing of scenario 5 equals the one stored in forest_pinned_plan.json, made with the
-    pinned versions (`.venv/bin/python -m tests.unit.test_forest` writes it again after a pin
-    moves, and the commit says why): scipy older than the pin answers the column generation's LP
-    otherwise (docs/forest.md, "The same plan on every machine")."""
-    stored = json.loads(PINNED_PLAN.read_text())
-    today = pinned_case_plan()
+@pytest.mark.parametrize("case", sorted(PINNED_CASES))
+def test_the_pinned_libraries_pack_the_stored_forest(case):
+    """The packing of scenarios 5 and 3 equals the one stored (forest_pinned_plan*.json), made
+    with the pinned versions (`.venv/bin/python -m tests.unit.test_forest` writes them again after
+    a pin moves, and the commit says why): scipy older than the pin answers the column
+    generation's LP otherwise (docs/forest.md, "The same plan on every machine"). It also holds
+    the planner's speed-ups to the plans they were made with (docs/forest.md, "Planner run
+    time"): the Fat-Tree file was written before them, the bounds included."""
+    stored = json.loads(PINNED_CASES[case][3].read_text())
+    today = pinned_case_plan(case)
     assert today["versions"] == stored["versions"], "the stored packing was made with other versions"
     assert math.isclose(today["rate"], stored["rate"], rel_tol=1e-9)
     assert today == stored
@@ -610,11 +623,48 @@ def test_the_packing_does_not_move_with_the_cpus_exp(monkeypatch):
 
 
 if __name__ == "__main__":
-    case = pinned_case_plan()
-    head = json.dumps({k: v for k, v in case.items() if k != "trees"}, indent=1)[:-2]
-    PINNED_PLAN.write_text(head + ',\n "trees": [\n' + ",\n".join("  " + json.dumps(t) for t in case["trees"]) + "\n ]\n}\n")
-    assert json.loads(PINNED_PLAN.read_text()) == case
-    print(f"wrote {PINNED_PLAN}")
+    for name, (_, _, _, path) in PINNED_CASES.items():
+        case = pinned_case_plan(name)
+        head = json.dumps({k: v for k, v in case.items() if k != "trees"}, indent=1)[:-2]
+        path.write_text(head + ',\n "trees": [\n' + ",\n".join("  " + json.dumps(t) for t in case["trees"]) + "\n ]\n}\n")
+        assert json.loads(path.read_text()) == case
+        print(f"wrote {path}")
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_min_cut_on_a_kept_residual_is_networkx_minimum_cut(seed):
+    """`_min_cut` reuses one residual network for many pairs, and an edge set to capacity 0 in
+    it stands for the edge absent: value and source side equal nx.minimum_cut's on the graph
+    built afresh, pair after pair (few capacity levels: many minimum cuts to choose from)."""
+    rng = random.Random(seed)
+    g = nx.DiGraph()
+    n = 9
+    for u, v in itertools.permutations(range(n), 2):
+        if rng.random() < 0.4:
+            g.add_edge(u, v, capacity=float(rng.choice([1, 2, 3])))
+    g.add_nodes_from(range(n))
+    residual = forest.build_residual_network(g, "capacity")
+    for s, t in itertools.permutations(range(n), 2):
+        value, (side, _) = nx.minimum_cut(g, s, t, capacity="capacity", flow_func=forest.FLOW)
+        assert forest._min_cut(g, residual, s, t) == (value, side)
+    h = g.copy()
+    for w in range(1, n):
+        h.add_edge("src", w, capacity=1.5)
+    residual = forest.build_residual_network(h, "capacity")
+    for t in range(1, n):  # as _max_ratio: the source edge into t off
+        residual.edges["src", t]["capacity"] = 0.0
+        fresh = h.copy()
+        fresh.edges["src", t]["capacity"] = 0.0
+        value, (side, _) = nx.minimum_cut(fresh, "src", t, capacity="capacity", flow_func=forest.FLOW)
+        assert forest._min_cut(h, residual, "src", t) == (value, side)
+        residual.edges["src", t]["capacity"] = 1.5
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_tree_radius_is_networkx_radius(seed):
+    for n in (2, 3, 7, 30):
+        tree = nx.random_labeled_tree(n, seed=seed)
+        assert forest._tree_radius(list(tree.edges)) == nx.radius(tree)
 
 
 @pytest.mark.parametrize("n,levels,seed", [(2, 3, 0), (5, 2, 1), (9, 3, 2), (16, 4, 3), (40, 1000, 4)])

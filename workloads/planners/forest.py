@@ -46,8 +46,9 @@ from dataclasses import dataclass
 
 import networkx as nx
 import numpy as np
-from networkx.algorithms.flow import boykov_kolmogorov
+from networkx.algorithms.flow import boykov_kolmogorov, build_residual_network
 from scipy import sparse
+from scipy.sparse.csgraph import minimum_spanning_tree
 from scipy.optimize import linprog
 
 from common.units import DTYPE_BYTES
@@ -217,6 +218,7 @@ class _Columns:
                 rows.append(r)
                 cols.append(self.index[e])
         self.R = sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(m * n * n, len(used)))
+        self._nic0 = None  # `weights`' NIC choice with one NIC (read-only, made once)
         self._loads: dict = {}  # column key -> its load vector (R never changes; read-only arrays)
 
     def weights(self, y: np.ndarray):
@@ -224,8 +226,14 @@ class _Columns:
         the cheapest route over the NICs, nic[u, v] the NIC that gives it (lowest on ties)."""
         n, m = self.ov.size, self.ov.nics
         cost = (self.R @ y).reshape(m, n, n)
-        nic = np.argmin(cost, axis=0)
-        d = np.min(cost, axis=0)
+        if m == 1:  # one NIC (Fat-Tree): the argmin over one row would be most of the call
+            if self._nic0 is None:
+                self._nic0 = np.zeros((n, n), dtype=np.intp)
+                self._nic0.setflags(write=False)
+            nic, d = self._nic0, cost[0]
+        else:
+            nic = np.argmin(cost, axis=0)
+            d = np.min(cost, axis=0)
         w = d + d.T
         np.fill_diagonal(w, np.inf)
         return w, nic
@@ -247,28 +255,43 @@ class _Columns:
         return key, load
 
 
-def _kruskal(w: np.ndarray, degree=None) -> list[tuple[int, int]] | None:
+def _kruskal(w: np.ndarray, degree=None) -> list[tuple[int, int]]:
     """Spanning tree of the complete overlay by Kruskal: the exact minimum with degree None,
     else greedy under a degree cap (on a complete graph it always spans). Edges in order of
     weight, ties in row order (u < v), as networkx's Kruskal takes them from a graph built row
     by row (its stable sort), so the exact tree is the one networkx returned, without building
-    a graph of n^2 / 2 edges at every pricing round (most of the plan's time at 128 workers)."""
+    a graph of n^2 / 2 edges at every pricing round (most of the plan's time at 128 workers).
+    The exact tree is scipy's on the ranks of that order (one tree, no ties left to break); the
+    capped trees walk the order with a union-find."""
     n = len(w)
-    cap = n if degree is None else degree
     iu, ju = np.triu_indices(n, 1)
     order = np.lexsort((ju, iu, w[iu, ju]))
-    sets, deg, edges = nx.utils.UnionFind(range(n)), [0] * n, []
-    for k in order:
-        u, v = int(iu[k]), int(ju[k])
-        if deg[u] >= cap or deg[v] >= cap or sets[u] == sets[v]:
+    if degree is None:  # the order made strict (rank + 1, distinct): its unique minimum tree, in C
+        rank = np.zeros((n, n))
+        rank[iu[order], ju[order]] = np.arange(1, len(order) + 1, dtype=float)
+        tree = minimum_spanning_tree(sparse.csr_matrix(rank)).tocoo()
+        return sorted(zip(tree.row.tolist(), tree.col.tolist()))
+    root, deg, edges = list(range(n)), [0] * n, []  # union-find by path halving
+
+    def find(a: int) -> int:
+        while root[a] != a:
+            root[a] = root[root[a]]
+            a = root[a]
+        return a
+
+    for u, v in zip(iu[order].tolist(), ju[order].tolist()):
+        if deg[u] >= degree or deg[v] >= degree:
             continue
-        sets.union(u, v)
+        ru, rv = find(u), find(v)
+        if ru == rv:
+            continue
+        root[ru] = rv
         deg[u] += 1
         deg[v] += 1
         edges.append((u, v))
         if len(edges) == n - 1:
             break
-    return sorted(edges) if degree is None else edges
+    return edges
 
 
 def _cost(w: np.ndarray, edges) -> float:
@@ -365,7 +388,8 @@ def _grown(cols: _Columns, base: np.ndarray, x: float, height: int, bias: tuple)
     edges, nic_of = [], np.zeros((n, n), dtype=int)
     for _ in range(n - 1):
         before, after = (base + own) / cols.cap, (base + own + x) / cols.cap
-        marginal = _exp(ALPHA * after) - _exp(ALPHA * before)
+        both = _exp(ALPHA * np.concatenate([after, before]))  # elementwise: one call, the same bits
+        marginal = both[:len(after)] - both[len(after):]
         w, nic = cols.weights(marginal)
         inside = depth >= 0
         w = w * ((1 + bias[0] * np.maximum(depth, 0)) * (1 + bias[1] * degree))[:, None]
@@ -407,6 +431,14 @@ def _bounded_forest(cols: _Columns, k: int, height: int, target: float, bias: tu
         if not improved:
             break
     return trees, loads, rates, best
+
+
+def _tree_radius(edges) -> int:
+    """nx.radius of a tree, as ceil(diameter / 2) from two searches (a tree's center is the
+    middle of its longest path) instead of one search per node."""
+    g = nx.Graph(edges)
+    far = max(nx.single_source_shortest_path_length(g, next(iter(g))).items(), key=lambda kv: kv[1])[0]
+    return -(-max(nx.single_source_shortest_path_length(g, far).values()) // 2)
 
 
 def _rooted(edges, nic, n: int, used_roots: dict) -> Tree:
@@ -468,7 +500,7 @@ def pack(ov: Overlay, max_trees: int = MAX_TREES, iterations: int = ITERATIONS,
     keys, loads, optimum, upper, rounds, converged = _column_generation(cols, iterations)
     x, _, _ = _lp(np.column_stack(loads), cols.cap)
     support = [j for j in range(len(keys)) if x[j] > 1e-9 * optimum]
-    radius = {j: nx.radius(nx.Graph([(a, b) for a, b, _, _ in keys[j]])) for j in support}
+    radius = {j: _tree_radius([(a, b) for a, b, _, _ in keys[j]]) for j in support}
     d = default_height(n)
     heights = [int(max_height)] if max_height is not None else sorted({min(h, n - 1) for h in (2, d, 2 * d)})
     k = min(max_trees, n * (n - 1) // 2)
@@ -610,17 +642,36 @@ def _symmetric(g: nx.DiGraph) -> bool:
                for u, v, d in g.edges(data=True))
 
 
+def _min_cut(g: nx.DiGraph, residual: nx.DiGraph, s, t) -> tuple[float, set]:
+    """nx.minimum_cut(g, s, t) with FLOW on a residual network built once for many pairs
+    (`build_residual_network`, most of a cut's time at hundreds of workers): the same value and
+    source side, the nodes that cannot reach t over unsaturated edges. An edge whose capacity
+    was set to 0 in `residual` is the edge absent: it is never crossed, and the others keep
+    their order. minimum_cut itself takes the saturated edges out of the residual and puts
+    them back at the end of their lists, which would reorder the next search."""
+    FLOW(g, s, t, capacity="capacity", residual=residual, value_only=True)
+    reach, todo = {t}, [t]
+    while todo:
+        v = todo.pop()
+        for u, d in residual.pred[v].items():
+            if u not in reach and d["flow"] < d["capacity"]:
+                reach.add(u)
+                todo.append(u)
+    return residual.graph["flow_value"], set(g) - reach
+
+
 def _min_separating_cut(g: nx.DiGraph, workers: list) -> tuple[float, set]:
     """Least capacity out of a node set holding some but not all workers (max-flow min-cut:
     every such set separates workers[0] from another worker, in one direction or the other)."""
     best, best_set = math.inf, set()
     w0 = workers[0]
     symmetric = _symmetric(g)
+    residual = build_residual_network(g, "capacity")
     for w in workers[1:]:
         if w == w0:
             continue
         for s, t in ((w0, w),) if symmetric else ((w0, w), (w, w0)):
-            value, (side, _) = nx.minimum_cut(g, s, t, capacity="capacity", flow_func=FLOW)
+            value, side = _min_cut(g, residual, s, t)
             if value < best:
                 best, best_set = value, set(side)
     return best, best_set
@@ -638,11 +689,12 @@ def _max_ratio(g: nx.DiGraph, workers: list) -> float:
     for _ in range(100):
         for w in wl:
             h.add_edge(_SOURCE, w, capacity=theta)
+        residual = build_residual_network(h, "capacity")
         best, best_set = 0.0, None
-        for t in wl:
-            h.edges[_SOURCE, t]["capacity"] = 0.0
-            value, (side, _) = nx.minimum_cut(h, _SOURCE, t, capacity="capacity", flow_func=FLOW)
-            h.edges[_SOURCE, t]["capacity"] = theta
+        for t in wl:  # t fed nothing: its source edge at 0, as if absent (`_min_cut`)
+            residual.edges[_SOURCE, t]["capacity"] = 0.0
+            value, side = _min_cut(h, residual, _SOURCE, t)
+            residual.edges[_SOURCE, t]["capacity"] = theta
             val = value - theta * (n - 1)
             if val < best - 1e-12 * theta * n:
                 best, best_set = val, set(side) - {_SOURCE}
