@@ -542,25 +542,31 @@ def available_memory() -> float:
     return float("inf")
 
 
-def schedule(steps: list, hosts: list, endpoints: dict) -> list:
+def schedule(steps: list, hosts: list, endpoints: dict, legs: list | None = None) -> list:
     """Steps of Flows -> steps of (src endpoint, dst endpoint, payload bytes) messages: each
     direction of a connection on its own route (`base.wire_flows`: the data and the sender's
-    framing one way, the receiver's notifications the other), as the captures see them."""
+    framing one way, the receiver's notifications the other), as the captures see them.
+    `legs`: the steps' `wire_legs` if already made (checking made them)."""
     out = []
-    for step in steps:
+    for step in (wire_legs(steps) if legs is None else legs):
         msgs = []
-        for f in base.wire_flows(step):
-            if f.payload <= 0 or f.src == f.dst:
-                continue
-            src, dst = endpoints[(hosts[f.src], hosts[f.dst], f.nic)]
-            msgs.append((src, dst, int(f.payload)))
+        for s, d, nic, payload in step:
+            src, dst = endpoints[(hosts[s], hosts[d], nic)]
+            msgs.append((src, dst, int(payload)))
         out.append(msgs)
     return out
 
 
-def pairs_of(steps: list, hosts: list) -> set:
-    return {(hosts[f.src], hosts[f.dst], f.nic) for step in steps for f in base.wire_flows(step)
-            if f.payload > 0 and f.src != f.dst}
+def wire_legs(steps: list) -> list:
+    """Per step, the (src, dst, nic, payload) legs `schedule` will send (`base.wire_legs`: no
+    zero-byte leg, none to itself)."""
+    return [base.wire_legs(s) for s in steps]
+
+
+def pairs_of(steps: list, hosts: list, legs: list | None = None) -> set:
+    """The (src host, dst host, NIC) routes the steps use; `legs` if `wire_legs` already made them."""
+    return {(hosts[s], hosts[d], nic) for step in (wire_legs(steps) if legs is None else legs)
+            for s, d, nic, _ in step}
 
 
 # ---- SimGrid: one simulation per child process -------------------------------------------
@@ -890,6 +896,7 @@ class Prepared:
     blocks: list | None = None
     sim_blocks: list | None = None  # blocks SimGrid runs: `blocks`, or them padded to equal shards
     orbits_refused: str | None = None
+    legs: list | None = None  # form.steps' `wire_legs`, made once by `checked`
 
     @property
     def steps(self) -> list:
@@ -943,15 +950,14 @@ def checked(req: Request, topo: Topology, hosts: list, algo: base.Algorithm, pla
     form = simulated_form(algo, plan, req.round_latency, costs, logged, req.warmup, incast_of(req, topo, hosts),
                           incast_cap_of(req, topo, hosts), fanin.arrivals(topo, hosts))
     steps = form.steps
-    pairs = pairs_of(steps, hosts)
+    legs = wire_legs(steps)
+    pairs = pairs_of(steps, hosts, legs)
     hops = route_hops(topo)
     step_flows = [len(s) for s in steps]
     ends = step_ends(topo, [len({f.payload for f in s}) for s in steps], step_flows)
     # a step that repeats an earlier one is not simulated again in the driver (`repeated_steps`,
     # on the messages the schedule will carry: `wire_flows`' legs, as `schedule` builds them)
-    again = repeated_steps([[(f.src, f.dst, f.nic, f.payload) for f in base.wire_flows(s)
-                             if f.payload > 0 and f.src != f.dst] for s in steps]) \
-        if req.mode == "driver" else [False] * len(steps)
+    again = repeated_steps(legs) if req.mode == "driver" else [False] * len(steps)
     simulated_flows = [f for f, r in zip(step_flows, again) if not r]
     simulated_ends = [e for e, r in zip(ends, again) if not r]
     # fan-in counts the flows into each NIC: auto never reduces it (on is refused by project)
@@ -982,7 +988,7 @@ def checked(req: Request, topo: Topology, hosts: list, algo: base.Algorithm, pla
     else:
         flows = algo.traffic(plan)
     return Prepared(req, spec, topo, hosts, algo, plan, ctx, form, flows, pairs, need, cpu,
-                    model, [dict(f) for f in background or ()], reduce)
+                    model, [dict(f) for f in background or ()], reduce, legs=legs)
 
 
 GROWTH_FROM = (16, 32)  # worker counts whose plans tell how an algorithm's flows grow with P
@@ -1128,7 +1134,8 @@ def simulate_plan(topo: Topology, hosts: list, algo: base.Algorithm, plan: dict,
 
 def _run_form(fast: Topology, hosts: list, form: SimForm, pairs, background, model: NetworkModel,
               mode: str = "driver", inspect: bool = False, log=None, reduce: bool = False,
-              max_seconds: float | None = None, max_memory: float | None = None, insist: bool = False) -> tuple:
+              max_seconds: float | None = None, max_memory: float | None = None, insist: bool = False,
+              legs: list | None = None) -> tuple:
     """Platform (less the background), schedule, simulation: (platform, sched, sim, reduced, route seconds).
     With `reduce`, SimGrid runs one communication per class of interchangeable flows
     (`symmetry.reduce_schedule`; sim["reduction"] says how many), refused (TooLarge) if the
@@ -1138,7 +1145,7 @@ def _run_form(fast: Topology, hosts: list, form: SimForm, pairs, background, mod
     t0 = time.perf_counter()
     platform = simgrid_platform.platform_for(fast, pairs)
     reduced = less_background(platform, fast, background)
-    sched = schedule(form.steps, hosts, platform.endpoints)
+    sched = schedule(form.steps, hosts, platform.endpoints, legs)
     t_routes = time.perf_counter() - t0
     if log:
         log(f"  {len(pairs)} routes in {t_routes:.1f} s; simulating {sum(len(s) for s in sched)} messages "
@@ -1309,7 +1316,8 @@ def project(req: Request | Prepared, topo: Topology | None = None, inspect: bool
     form, charged = _incast_charged(p, form, (bound - nonblocking) * syncs)
     platform, sched, sim, reduced, t_routes = _run_form(fast, hosts, form, p.pairs, p.background, model,
                                                         p.req.mode, inspect, log, p.reduce, p.req.max_seconds,
-                                                        p.req.max_memory, p.req.reduce == "on")
+                                                        p.req.max_memory, p.req.reduce == "on",
+                                                        p.legs if form.steps is p.form.steps else None)
     times = _times(sim, form)
     simulated_total = nic_bytes(fast, hosts, sim["link_bytes"])
     zero = {"tx": 0, "rx": 0}

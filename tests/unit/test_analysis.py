@@ -70,6 +70,24 @@ def test_wire_flows_keep_the_total_and_split_the_directions():
         (1, 0): 50 + 1 * base.GLOO_SEND_FRAMING_BYTES + 3 * base.GLOO_NOTIFY_BYTES}
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_wire_flows_are_the_merged_legs(seed):
+    """wire_flows sums its legs without making them: the same list as merge_flows of the legs
+    made one by one (repeated pairs, zero bytes, no messages, flows to itself, two NICs)."""
+    import random
+
+    rng = random.Random(seed)
+    flows = [base.Flow(rng.randrange(5), rng.randrange(5), rng.randrange(2), rng.choice([0, 1, 4000]),
+                       rng.choice([0, 1, 3])) for _ in range(60)]
+    legs = []
+    for f in flows:
+        if f.src != f.dst:
+            legs.append(base.Flow(f.src, f.dst, f.nic, f.bytes + f.messages * base.GLOO_SEND_FRAMING_BYTES, 0))
+            if f.messages:
+                legs.append(base.Flow(f.dst, f.src, f.nic, f.messages * base.GLOO_NOTIFY_BYTES, 0))
+    assert base.wire_flows(flows) == base.merge_flows(legs)
+
+
 pytestmark = pytest.mark.unit
 
 MIB = 2**20

@@ -665,19 +665,28 @@ def merge_flows(flows) -> list[Flow]:
 
 
 def wire_flows(flows) -> list[Flow]:
-    """The TCP payload `flows` put on the wire, one Flow per direction of each connection
-    (messages=0, so `payload == bytes`): src -> dst carries the data and the sender's
+    """`wire_legs` as Flows (messages 0, so `payload == bytes`)."""
+    return [Flow(s, d, n, b, 0) for s, d, n, b in wire_legs(flows)]
+
+
+def wire_legs(flows) -> list[tuple[int, int, int, int]]:
+    """The TCP payload `flows` put on the wire, one (src, dst, nic, bytes) per direction of
+    each connection: src -> dst carries the data and the sender's
     GLOO_SEND_FRAMING_BYTES per message, dst -> src (the same NIC's connection, on its own
     route) the receiver's GLOO_NOTIFY_BYTES per message. Summed over both directions it is
-    `sum(f.payload)`; what differs is which links carry the notifications."""
-    legs = []
+    `sum(f.payload)`; what differs is which links carry the notifications. Sorted, zero bytes
+    and src == dst dropped (as `merge_flows` of the legs; summed here without making them: the
+    legs were most of a projection's Python time at thousands of workers)."""
+    total: dict[tuple, int] = {}
     for f in flows:
         if f.src == f.dst:
             continue
-        legs.append(Flow(f.src, f.dst, f.nic, int(f.bytes) + int(f.messages) * GLOO_SEND_FRAMING_BYTES, 0))
+        key = (f.src, f.dst, f.nic)
+        total[key] = total.get(key, 0) + int(f.bytes) + int(f.messages) * GLOO_SEND_FRAMING_BYTES
         if f.messages:
-            legs.append(Flow(f.dst, f.src, f.nic, int(f.messages) * GLOO_NOTIFY_BYTES, 0))
-    return merge_flows(legs)
+            back = (f.dst, f.src, f.nic)
+            total[back] = total.get(back, 0) + int(f.messages) * GLOO_NOTIFY_BYTES
+    return [(s, d, n, b) for (s, d, n), b in sorted(total.items()) if b > 0]
 
 
 def dense_reference(plan: dict, inputs, memory: dict):

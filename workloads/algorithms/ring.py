@@ -84,10 +84,11 @@ def ring_flows(order, chunks, segment_elements: int = SEGMENT_ELEMENTS, nic: int
         return []
     size = [end - start for start, end in chunks]
     total = sum(size)
-    segs = [len(segments(chunks, c, segment_elements)) for c in range(n)]
+    segs = [-(-s // segment_elements) if s > 0 else 0 for s in size]  # len(segments(chunks, c)), counted
+    all_segs = sum(segs)
     return [Flow(order[p], order[(p + 1) % n], nic,
                  DTYPE_BYTES * (2 * total - size[(p + 1) % n] - size[(p + 2) % n]),
-                 2 * sum(segs) - segs[(p + 1) % n] - segs[(p + 2) % n])
+                 2 * all_segs - segs[(p + 1) % n] - segs[(p + 2) % n])
             for p in range(n)]
 
 
