@@ -544,7 +544,7 @@ def available_memory() -> float:
 
 def schedule(steps: list, hosts: list, endpoints: dict, legs: list | None = None) -> list:
     """Steps of Flows -> steps of (src endpoint, dst endpoint, payload bytes) messages: each
-    direction of a connection on its own route (`base.wire_flows`: the data and the sender's
+    direction of a connection on its own route (`base.wire_legs`: the data and the sender's
     framing one way, the receiver's notifications the other), as the captures see them.
     `legs`: the steps' `wire_legs` if already made (checking made them)."""
     out = []
@@ -956,7 +956,7 @@ def checked(req: Request, topo: Topology, hosts: list, algo: base.Algorithm, pla
     step_flows = [len(s) for s in steps]
     ends = step_ends(topo, [len({f.payload for f in s}) for s in steps], step_flows)
     # a step that repeats an earlier one is not simulated again in the driver (`repeated_steps`,
-    # on the messages the schedule will carry: `wire_flows`' legs, as `schedule` builds them)
+    # on the messages the schedule will carry: the steps' `wire_legs`, which `schedule` sends)
     again = repeated_steps(legs) if req.mode == "driver" else [False] * len(steps)
     simulated_flows = [f for f, r in zip(step_flows, again) if not r]
     simulated_ends = [e for e, r in zip(ends, again) if not r]
@@ -1128,8 +1128,9 @@ def simulate_plan(topo: Topology, hosts: list, algo: base.Algorithm, plan: dict,
     simulated form, RuntimeError if SimGrid fails."""
     form = simulated_form(algo, plan, round_latency)
     fast = simgrid_platform.indexed(topo)
-    return _times(_run_form(fast, hosts, form, pairs_of(form.steps, hosts), background, model or NetworkModel())[2],
-                  form)
+    legs = wire_legs(form.steps)
+    return _times(_run_form(fast, hosts, form, pairs_of(form.steps, hosts, legs), background,
+                            model or NetworkModel(), legs=legs)[2], form)
 
 
 def _run_form(fast: Topology, hosts: list, form: SimForm, pairs, background, model: NetworkModel,

@@ -68,13 +68,18 @@ def plan(ctx) -> dict:
 
 # -- the ring on any slice: segments, traffic, tags, executor ----------------------------------
 
+def segment_count(elements: int, segment_elements: int = SEGMENT_ELEMENTS) -> int:
+    """How many segments a chunk of `elements` is sent in: len(segments(...)) without them."""
+    return -(-elements // segment_elements) if elements > 0 else 0
+
+
 def segments(chunks, c: int, segment_elements: int = SEGMENT_ELEMENTS) -> list[tuple[int, int]]:
     """[start, end) of the segments of chunk c (mod N), in the chunks' coordinates (both ends
     of a message compute the same)."""
     start, end = chunks[c % len(chunks)]
     if end <= start:
         return []
-    return [(start + a, start + b) for a, b in split(end - start, -(-(end - start) // segment_elements))]
+    return [(start + a, start + b) for a, b in split(end - start, segment_count(end - start, segment_elements))]
 
 
 def ring_flows(order, chunks, segment_elements: int = SEGMENT_ELEMENTS, nic: int = 0) -> list[Flow]:
@@ -84,7 +89,7 @@ def ring_flows(order, chunks, segment_elements: int = SEGMENT_ELEMENTS, nic: int
         return []
     size = [end - start for start, end in chunks]
     total = sum(size)
-    segs = [-(-s // segment_elements) if s > 0 else 0 for s in size]  # len(segments(chunks, c)), counted
+    segs = [segment_count(s, segment_elements) for s in size]
     all_segs = sum(segs)
     return [Flow(order[p], order[(p + 1) % n], nic,
                  DTYPE_BYTES * (2 * total - size[(p + 1) % n] - size[(p + 2) % n]),
@@ -97,7 +102,7 @@ def ring_tags(chunks, segment_elements: int = SEGMENT_ELEMENTS) -> int:
     n = len(chunks)
     if n == 1:
         return 0
-    return 2 * (n - 1) * max(1, max(len(segments(chunks, c, segment_elements)) for c in range(n)))
+    return 2 * (n - 1) * max(1, max(segment_count(end - start, segment_elements) for start, end in chunks))
 
 
 def ring_allreduce(comm, flat: torch.Tensor, order, nic: int = 0, tag_base: int = 0,
