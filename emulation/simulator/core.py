@@ -293,7 +293,7 @@ def simulated_form(algo: base.Algorithm, plan: dict, round_latency: float = 0.0,
 def _flow_bytes(steps, cap, arrival=None) -> list:
     """Per step, `fanin.converging_bytes` (into the NICs `arrival` says, `fanin.arrivals`) where a
     share caps the start-up, else []."""
-    return [fanin.converging_bytes(s, arrival) for s in steps] if cap and cap[0] else []
+    return base.per_step(lambda s: fanin.converging_bytes(s, arrival), steps) if cap and cap[0] else []
 
 
 def incast_steps(steps, incast: float, cap: tuple | None = None, flow_bytes: list | None = None) -> list:
@@ -547,26 +547,24 @@ def schedule(steps: list, hosts: list, endpoints: dict, legs: list | None = None
     direction of a connection on its own route (`base.wire_legs`: the data and the sender's
     framing one way, the receiver's notifications the other), as the captures see them.
     `legs`: the steps' `wire_legs` if already made (checking made them)."""
-    out = []
-    for step in (wire_legs(steps) if legs is None else legs):
-        msgs = []
-        for s, d, nic, payload in step:
-            src, dst = endpoints[(hosts[s], hosts[d], nic)]
-            msgs.append((src, dst, int(payload)))
-        out.append(msgs)
-    return out
+    def msgs(step) -> list:
+        return [(*endpoints[(hosts[s], hosts[d], nic)], int(payload)) for s, d, nic, payload in step]
+
+    # a step whose legs are the step before's object (`base.per_step`) shares its messages too:
+    # `first_steps` then knows it without sorting, and the child's pipe pickles it once
+    return base.per_step(msgs, wire_legs(steps) if legs is None else legs)
 
 
 def wire_legs(steps: list) -> list:
     """Per step, the (src, dst, nic, payload) legs `schedule` will send (`base.wire_legs`: no
     zero-byte leg, none to itself)."""
-    return [base.wire_legs(s) for s in steps]
+    return base.per_step(base.wire_legs, steps)
 
 
 def pairs_of(steps: list, hosts: list, legs: list | None = None) -> set:
     """The (src host, dst host, NIC) routes the steps use; `legs` if `wire_legs` already made them."""
-    return {(hosts[s], hosts[d], nic) for step in (wire_legs(steps) if legs is None else legs)
-            for s, d, nic, _ in step}
+    distinct = {id(step): step for step in (wire_legs(steps) if legs is None else legs)}  # shared legs once
+    return {(hosts[s], hosts[d], nic) for step in distinct.values() for s, d, nic, _ in step}
 
 
 # ---- SimGrid: one simulation per child process -------------------------------------------
@@ -607,11 +605,15 @@ def first_steps(sched: list) -> list:
     """Per step of `sched`, the index of the first step that carries the same messages (in any
     order): its own index where no earlier step does (`repeated_steps`). A step's messages are
     sorted only where an earlier step has as many messages of as many bytes in all (the last
-    item of each message), so steps that cannot repeat cost one pass. Pure."""
+    item of each message), so steps that cannot repeat cost one pass, and a step that is the
+    step before's very list (`schedule` shares them: `base.per_step`) none. Pure."""
     by_sig: dict = {}  # (messages, bytes) -> indices of the first steps with it
     keys: dict = {}  # first step's index -> its sorted messages, built when first needed
     out = []
     for i, step in enumerate(sched):
+        if i and step is sched[i - 1]:  # the step before's very object (`base.per_step`)
+            out.append(out[-1])
+            continue
         sig = (len(step), sum(m[-1] for m in step))
         firsts = by_sig.setdefault(sig, [])
         found = i
@@ -954,7 +956,7 @@ def checked(req: Request, topo: Topology, hosts: list, algo: base.Algorithm, pla
     pairs = pairs_of(steps, hosts, legs)
     hops = route_hops(topo)
     step_flows = [len(s) for s in steps]
-    ends = step_ends(topo, [len({f.payload for f in s}) for s in steps], step_flows)
+    ends = step_ends(topo, base.per_step(lambda s: len({f.payload for f in s}), steps), step_flows)
     # a step that repeats an earlier one is not simulated again in the driver (`repeated_steps`,
     # on the messages the schedule will carry: the steps' `wire_legs`, which `schedule` sends)
     again = repeated_steps(legs) if req.mode == "driver" else [False] * len(steps)

@@ -285,7 +285,9 @@ def extra_flows(steps, arrival=None) -> list[int]:
     """Per step, the flows into its busiest NIC beyond the first (`converging` - 1, at least 0,
     with `arrival` where the routes decide which NICs they enter): what an incast start-up is
     charged for (`core.simulated_form`'s `incast`)."""
-    return [max(0, converging(s, arrival) - 1) for s in steps]
+    from workloads.algorithms import base
+
+    return base.per_step(lambda s: max(0, converging(s, arrival) - 1), steps)
 
 
 def fit(evaluate, lo: float = 0.05, hi: float = 1.0, tol: float = 1e-3) -> tuple[float, float]:

@@ -599,6 +599,41 @@ def test_a_repeated_step_takes_the_time_it_took_when_simulated(algo, kw):
     assert ranks["step_seconds"] == pytest.approx(every["step_seconds"], rel=1e-9)
 
 
+def test_a_step_sharing_the_flows_of_the_one_before_takes_its_answer():
+    f, g = base.Flow(0, 1, 0, 8), base.Flow(1, 0, 0, 8)
+    one = [f, g]
+    steps = [one, list(one), [f, base.Flow(1, 0, 0, 8)], [g, f], list(one)]
+    calls = []
+
+    def fn(step):
+        calls.append(step)
+        return base.wire_legs(step)
+
+    got = base.per_step(fn, steps)
+    assert got == [base.wire_legs(s) for s in steps]  # what the plain list gives
+    # asked again only where the flows are not the very objects of the step before, in order
+    assert [s for s in calls] == [steps[0], steps[2], steps[3], steps[4]]
+    assert got[1] is got[0] and got[2] is not got[1]
+    assert base.same_step(steps[0], steps[1]) and not base.same_step(steps[1], steps[2])
+    assert not base.same_step(steps[2], steps[3])  # equal flows, other objects
+    # first_steps answers a shared step from the step before, as sorting would
+    sched = [[("x", "y", 5)], [("y", "z", 5)]]
+    sched.append(sched[-1])
+    assert project.first_steps(sched) == project.first_steps([list(s) for s in sched]) == [0, 1, 1]
+
+
+def test_topk_steps_share_one_step_and_schedule_as_copies_would():
+    req = project.Request("fattree,k=4", "topk,density=0.001", 16, bw=100, ecmp="two-level", max_seconds=None)
+    p = project.prepare(req)
+    steps = p.form.steps
+    assert len(steps) == 15 and all(base.same_step(s, steps[0]) for s in steps)
+    copies = [[base.Flow(x.src, x.dst, x.nic, x.bytes, x.messages) for x in s] for s in steps]
+    assert project.wire_legs(steps) == project.wire_legs(copies)
+    rec = project.project(p, inspect=True)
+    assert all(s is rec["_sched"][0] for s in rec["_sched"])  # one list of messages, pickled once
+    assert rec["simulator"]["repeated_steps"] == 14
+
+
 def test_repeated_steps_are_the_steps_an_earlier_one_carried_in_any_order():
     a, b = [("x", "y", 5), ("y", "z", 5)], [("y", "z", 5), ("x", "y", 5)]
     assert project.repeated_steps([a, b, [("x", "y", 6)], a, []]) == [False, True, False, True, False]

@@ -664,6 +664,25 @@ def merge_flows(flows) -> list[Flow]:
     return [Flow(s, d, n, b, m) for (s, d, n), (b, m) in sorted(total.items()) if b > 0]
 
 
+def same_step(a, b) -> bool:
+    """Whether steps `a` and `b` hold the very same flow objects, in the same order (identity,
+    not equality: one pass of pointer comparisons). An algorithm whose steps repeat may share one
+    step's Flows among them (Top-k's P - 1 ring steps), and the projection's passes over steps
+    then answer a repeat from the step before (`per_step`) instead of walking its flows again."""
+    return a is b or (len(a) == len(b) and all(x is y for x, y in zip(a, b)))
+
+
+def per_step(fn, steps) -> list:
+    """[fn(step) for step in steps], but a step that is `same_step` as the one before takes that
+    step's answer (the same object, so callers must not mutate it). Equal to the plain list for
+    any pure `fn` (tested)."""
+    out, prev = [], None
+    for s in steps:
+        out.append(out[-1] if out and same_step(s, prev) else fn(s))
+        prev = s
+    return out
+
+
 def wire_flows(flows) -> list[Flow]:
     """`wire_legs` as Flows (messages 0, so `payload == bytes`)."""
     return [Flow(s, d, n, b, 0) for s, d, n, b in wire_legs(flows)]

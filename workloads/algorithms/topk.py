@@ -118,14 +118,26 @@ def plan(ctx) -> dict:
 
 
 def phases(plan: dict) -> list[list[Flow]]:
-    """The P-1 ring steps: in each, every rank sends one set of k pairs to its successor."""
+    """The P-1 ring steps: in each, every rank sends one set of k pairs to its successor. The
+    steps are equal, so they share one step's Flows (each its own list): the projection's
+    passes answer a repeat from the step before (`base.per_step`), and P^2 Flows are P."""
     n, nbytes = plan["workers"], PAIR_BYTES * plan["k"]
-    return [[Flow(p, (p + 1) % n, plan["nic"], nbytes) for p in range(n)] for _ in range(n - 1)]
+    step = [Flow(p, (p + 1) % n, plan["nic"], nbytes) for p in range(n)]
+    return [list(step) for _ in range(n - 1)]
+
+
+def rounds(plan: dict) -> list[int]:
+    """One message round per ring step (the default's count, without listing the steps)."""
+    return [1] * (plan["workers"] - 1)
 
 
 def traffic(plan: dict) -> list[Flow]:
-    """Each rank sends (P-1) messages of 8k bytes to its successor: (P-1)k pairs."""
-    return merge_flows(f for step in phases(plan) for f in step)
+    """Each rank sends (P-1) messages of 8k bytes to its successor: (P-1)k pairs (`phases`
+    merged, tested)."""
+    n, nbytes = plan["workers"], PAIR_BYTES * plan["k"]
+    if n < 2:
+        return []
+    return merge_flows(Flow(p, (p + 1) % n, plan["nic"], (n - 1) * nbytes, n - 1) for p in range(n))
 
 
 # --- executor ------------------------------------------------------------------------------
@@ -186,7 +198,7 @@ ALGORITHM = Algorithm(
     name="topk",
     summary="Top-k sparsification with error feedback, (index, value) pairs all-gathered on a ring "
             "(Shi et al. 2019's baseline)",
-    plan=plan, traffic=traffic, execute=execute, validate=validate, phases=phases, options=OPTIONS,
+    plan=plan, traffic=traffic, execute=execute, validate=validate, phases=phases, rounds=rounds, options=OPTIONS,
     reference=reference, data_dependent=False,
     describe=describe, compute=(SPARSIFY, MERGE),
 )
