@@ -90,31 +90,41 @@ def build(n: int, k: int, bw: float, link_bw: dict | None = None) -> Topology:
                 s = Intf(intf_name(name, a + 1), name, a + 1)
                 cls = f"level{level}"
                 t.add_link(h, s, cls, link_bw.get(cls, bw))
+    # BCube(10,3) and up hold N^2 k routes: the tables below are computed once, not per route
+    ds_all = [digits(i, n, k) for i in range(N)]
+    ips = [[server_ip(i, level) for i in range(N)] for level in range(k)]
+    to = [[f"{ip}/32" for ip in row] for row in ips]
+    # per set of differing levels (k bools, not all False), the level each destination level m's
+    # route leaves on: the highest differing level other than m, else m itself
+    orders = [[lv for lv in reversed(range(k)) if lv != m] + [m] for m in range(k)]
+    first_hop = {}
+    for mask in range(1, 2**k):
+        differ = tuple(bool(mask >> lv & 1) for lv in range(k))
+        first_hop[differ] = [next(lv for lv in orders[m] if differ[lv]) for m in range(k)]
     for i in range(N):
         host = server_name(i, n, k)
+        devs = [intf_name(host, level) for level in range(k)]
         routes, arp = [], []
         for level in range(k):
             for a in range(n):
                 j = neighbour(i, level, a, n)
                 if j != i:
-                    ip = server_ip(j, level)
-                    arp.append((ip, mac_from_ip(ip), intf_name(host, level)))
-        di = digits(i, n, k)
+                    ip = ips[level][j]
+                    arp.append((ip, mac_from_ip(ip), devs[level]))
+        di = ds_all[i]
         for d in range(N):
             if d == i:
                 continue
-            dd = digits(d, n, k)
-            for m in range(k):
-                order = [lv for lv in reversed(range(k)) if lv != m] + [m]
-                lv = next(lv for lv in order if di[k - 1 - lv] != dd[k - 1 - lv])
-                hop = neighbour(i, lv, dd[k - 1 - lv], n)
+            dd = ds_all[d]
+            hops = first_hop[tuple(di[k - 1 - lv] != dd[k - 1 - lv] for lv in range(k))]
+            for m, lv in enumerate(hops):
+                hop = i + (dd[k - 1 - lv] - di[k - 1 - lv]) * n**lv  # neighbour(i, lv, its digit of d)
                 if hop == d and lv == m:
                     continue  # on the connected level-m subnet, one switch away
                 # src: a connection to a level-m address speaks from our level-m address
                 # (Gloo does not bind the source when it connects), so replies are
                 # addressed on level m too, not to the NIC this hop leaves from
-                routes.append(Route(f"{server_ip(d, m)}/32", server_ip(hop, lv), intf_name(host, lv),
-                                    server_ip(i, m)))
+                routes.append(Route(to[m][d], ips[lv][hop], devs[lv], ips[m][i]))
         t.routes[host] = routes
         t.arp[host] = arp
     return t
