@@ -456,6 +456,28 @@ def test_a_projection_charges_the_incast_start_ups_bytes_at_the_hosts_link_rate(
                                                        rel=1e-6)
 
 
+def test_the_share_per_kind_charges_form_d_at_d_s_share_and_form_c_uncapped():
+    from pathlib import Path
+
+    from emulation.report import docs
+    from emulation.report.doctables import projection as pt
+
+    data = docs.load_sources(Path(__file__).resolve().parents[2] / "docs/results", pt.CUBIC_FAN_IN_SOURCES)
+    fit, lat, rows = pt._fan_in_rows(data, pt.CUBIC_FAN_IN)
+    inc = fit["incast_by_algorithm"]["ps"]
+    ps = pt.faithful_ps(rows)
+    assert ps and {pt.topology_kind(r) for r in ps} == {"fattree", "bcube"}
+    for r in ps:  # at D's own share the ratio is the validation's
+        assert pt._share_ratio(r, lat, inc, inc["flow_share"]) == pytest.approx(r["fan_in_ratio"], rel=1e-12)
+        uncapped = pt._share_ratio(r, lat, inc, 0.0)  # no cap: form C, at 2 MiB or more at least what D charges
+        if r["gradient_bytes"] >= pt.LATENCY_MIN_BYTES:
+            assert uncapped >= r["fan_in_ratio"] - 1e-12
+        else:  # C charges nothing under 2 MiB
+            assert uncapped == pytest.approx(pt._flow_model(r, lat) / r["measured_seconds"], rel=1e-12)
+    lines = pt._share_by_kind(rows, lat, inc)
+    assert any(f"`{f.split('/')[-1]}`" in line for f in pt.SHARE_KIND_TEST for line in lines)
+
+
 def test_the_cubic_fan_in_table_gives_ps_e_1_and_its_incast_start_up_on_its_large_runs_only():
     from pathlib import Path
 

@@ -218,7 +218,10 @@ CUBIC_FOLDERS = ("tcp-cc/hd-cubic", "tcp-cc/default-cubic", "tcp-cc/bml-bcube32-
                  # held out by its name, pre-registered in the commit before it: form D at P = 16, 2.5 Mbit/s
                  "tcp-cc/ps-small-k4-p16-bw2-5-mb0-25-cubic",
                  # held out by its name, pre-registered in the commit before it: the two-port rule at 0.125 MiB
-                 "tcp-cc/ps-bcube23-bw5-mb0-125-cubic-r2")
+                 "tcp-cc/ps-bcube23-bw5-mb0-125-cubic-r2",
+                 # 2026-12-05 01:16-01:21, held out by their names, pre-registered in commit 7bdcd60c: a
+                 # share of the incast cap per topology kind against form D, k=6 at 10 Mbit/s, P = 36 and 44
+                 "tcp-cc/ps-k6-p36-bw10-cubic", "tcp-cc/ps-k6-p44-bw10-spread-cubic")
 
 
 def host_tcp(run: dict) -> str:
@@ -1497,7 +1500,64 @@ def _past_slack_check(rows, lat: float, every: dict, slack: dict, slack1: dict, 
         "", "What the same runs lost per flow into a NIC beyond the first where their NICs are their "
         "busiest links (no slack), by topology and the hosts' link rate (both halves):", ""] + _lost_per_flow(runs, lat) + [
         ""] + _below_threshold(rows + list(unfaithful), charged or slack1) + [""] + _along_routes(faithful_ps(rows), lat,
-                                                                                    charged or slack1)
+                                                                                    charged or slack1) + (
+        ["", *_share_by_kind(rows, lat, charged)] if charged and charged.get("flow_share") else [])
+
+
+# pre-registered in commit 7bdcd60c's message: form D against the same form with its share fitted
+# per topology kind on the same fit-half runs, at 36 and 44 workers on k=6 (10 Mbit/s, 2 MiB)
+SHARE_KIND_TEST = ("tcp-cc/ps-k6-p36-bw10-cubic", "tcp-cc/ps-k6-p44-bw10-spread-cubic")
+
+
+def topology_kind(r: dict) -> str:
+    """A row's topology kind: "fattree" of "fattree(6)", "bcube" of "bcube(4,2)"."""
+    return r["topology"].split("(")[0]
+
+
+def _share_ratio(r: dict, lat: float, inc: dict, share: float) -> float:
+    """Simulated / measured of a PS row charged form D (`inc`) with the cap's share `share`
+    instead of its own (a share of 0: uncapped, form C, charged at 2 MiB or more only), as
+    `_fan_in_rows` charges."""
+    i = {**inc, "flow_share": share}
+    start = row_startup(r, i) if charged_incast(r, {"ps": i}) and not one_switch_input(r) else 0.0
+    return common.ratio(_flow_model(r, lat) + incast_charge(r, start), r["measured_seconds"])
+
+
+def _share_by_kind(rows, lat: float, inc: dict) -> list[str]:
+    """Form D (`inc`, the validation's: one share for every topology) against the same start-up
+    with the share fitted per topology kind (`_share_fit` on each kind's fit-half rows), on every
+    faithful PS run per half and size, then the runs pre-registered as the test
+    (SHARE_KIND_TEST), with C (uncapped) beside them."""
+    ps = faithful_ps(rows)
+    shares = {}
+    for kind in sorted({topology_kind(r) for r in ps}):
+        mine = [r for r in ps if topology_kind(r) == kind]
+        if any(r["fit"] and not one_switch_input(r) for r in mine):
+            shares[kind] = _share_fit(mine, lat, "ps", inc, True)
+    if not shares:
+        return []
+    per_kind = {k: x["flow_share"] for k, x in shares.items()}
+    forms = (("D", lambda r: r["fan_in_ratio"]),
+             ("share per kind", lambda r: _share_ratio(r, lat, inc, per_kind.get(topology_kind(r), inc["flow_share"]))))
+    cells = []
+    for half in (True, False):
+        for big in (True, False):
+            mine = [r for r in ps if r["fit"] == half and (r["gradient_bytes"] >= LATENCY_MIN_BYTES) == big]
+            if mine:
+                cells.append(["fit" if half else "held out", "2 MiB or more" if big else "under 2 MiB", str(len(mine)),
+                              *(f"{_within([f(r) for r in mine])} of {len(mine)}" for _, f in forms)])
+    tests = [[f"`{r['folder'].split('/')[-1]}`", r["topology"], str(r["workers"]), f"{r['link_mbps']:g}",
+              fmt(r["measured_seconds"], ".2f"), *(fmt(f(r), ".2f") for _, f in forms),
+              fmt(_share_ratio(r, lat, inc, 0.0), ".2f")]
+             for folder in SHARE_KIND_TEST for r in ps if r["folder"] == folder]
+    label = "; ".join(f"{k} {x['flow_share']:.3f} ({x['flow_share_runs']} fit-half runs)" for k, x in shares.items())
+    return [f"The cap's share fitted per topology kind on the same fit-half PS runs of every size ({label}; "
+            f"D: {inc['flow_share']:.3f} for all), within {TOLERANCE:.0%}, every faithful PS run:", ""] + table(
+        ["half", "gradients", "runs", *(f"within {TOLERANCE:.0%}, {name}" for name, _ in forms)], cells) + [
+        "", "The held-out runs pre-registered as its test (commit 7bdcd60c: adopted only if within 10% on both "
+        "and nearer than D), PS each, sim/meas:", ""] + table(
+        ["file", "topology", "workers", "hosts' links Mbit/s", "measured s", *(name for name, _ in forms),
+         "C (uncapped)"], tests)
 
 
 def faithful_ps(rows) -> list:
