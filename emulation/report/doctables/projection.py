@@ -1349,7 +1349,9 @@ PS_SCAN = (("tcp-cc/ps-scan-p4-cubic", "01-fattree-4-ps-synthetic"),
            ("tcp-cc/ps-k6-p16-bw2.5-cubic", "01-fattree-6-ps-synthetic"),
            # at 8 MiB (held out, 2026-12-04, pre-registered in commit 3238cf34): a cost per flow, or a share of bytes?
            ("tcp-cc/ps-k6-p16-8mib-cubic", "01-fattree-6-ps-synthetic"),
-           ("tcp-cc/ps-k6-p24-8mib-bw10-cubic", "01-fattree-6-ps-synthetic"))
+           ("tcp-cc/ps-k6-p24-8mib-bw10-cubic", "01-fattree-6-ps-synthetic"),
+           # at 36 and 44 workers (held out, 2026-12-05, pre-registered in commit 7bdcd60c): the share per kind's test
+           *((f"tcp-cc/{f}", "01-fattree-6-ps-synthetic") for f in ("ps-k6-p36-bw10-cubic", "ps-k6-p44-bw10-spread-cubic")))
 PS_SCAN_SOURCES = CUBIC_FAN_IN_SOURCES + tuple(f"{f}/{d}/capture.json" for f, d in PS_SCAN)
 
 
