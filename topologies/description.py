@@ -351,7 +351,13 @@ class Topology:
         g = self.graph()
         switches = self.switches()
         table: dict[str, dict[str, list[int]]] = {s: {} for s in switches}
-        sub = g.subgraph(switches)
+        # the switch-only graph as a graph of its own, not a filtered view (whose every neighbour
+        # step was most of this table's time at k = 24), and each switch's port toward each
+        # switch neighbour read once
+        sub = g.subgraph(switches).copy()
+        port = {}
+        for a, b, names in sub.edges(data="intfs"):
+            port[a, b], port[b, a] = self.intfs[names[a]].port, self.intfs[names[b]].port
         # The ports toward a NIC depend only on the switch it attaches to: one BFS per attaching
         # switch, shared by its NICs (k/2 hosts per Fat-Tree edge switch; n per BCube switch)
         toward: dict[str, dict[str, list[int]]] = {}
@@ -364,8 +370,7 @@ class Topology:
                 ports_to = {}
                 for s, d in dist.items():
                     if s != attach.node:
-                        ports_to[s] = sorted(self.intfs[g.edges[s, nb]["intfs"][s]].port
-                                             for nb in sub.neighbors(s) if dist.get(nb) == d - 1)
+                        ports_to[s] = sorted(port[s, nb] for nb in sub.neighbors(s) if dist.get(nb) == d - 1)
                 toward[attach.node] = ports_to
             for s, ports in toward[attach.node].items():
                 table[s][nic.ip] = list(ports)
