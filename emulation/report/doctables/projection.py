@@ -104,6 +104,9 @@ PROJECTED = ("default", "bml-bcube32-vs-ps-fattree", "bml-bcube42-vs-ps-fattree"
 # against P on Fat-Tree k=6 (experiments/ps_incast_fattree6.yaml, halves in the comments below),
 # MG-WFBP's DenseNet-201 at 8 workers (fit) and forest scenario 5 at half speed (held out).
 BW5_SCAN = (24, 32, 40, 20, 28, 48, 16)  # the k=6 PS scan at 5 Mbit/s, in the order it ran (2026-12-03)
+# pre-registered in commit 7bdcd60c's message: form D against the same form with its share fitted
+# per topology kind on the same fit-half runs, at 36 and 44 workers on k=6 (10 Mbit/s, 2 MiB)
+SHARE_KIND_TEST = ("tcp-cc/ps-k6-p36-bw10-cubic", "tcp-cc/ps-k6-p44-bw10-spread-cubic")
 CUBIC_FOLDERS = ("tcp-cc/hd-cubic", "tcp-cc/default-cubic", "tcp-cc/bml-bcube32-vs-ps-fattree-cubic",
                  "tcp-cc/bml-bcube32-vs-ps-fattree-cubic-r2", "tcp-cc/bml-bcube42-vs-ps-fattree-cubic",
                  "tcp-cc/bml-bcube42-vs-ps-fattree-cubic-r2",
@@ -221,7 +224,7 @@ CUBIC_FOLDERS = ("tcp-cc/hd-cubic", "tcp-cc/default-cubic", "tcp-cc/bml-bcube32-
                  "tcp-cc/ps-bcube23-bw5-mb0-125-cubic-r2",
                  # 2026-12-05 01:16-01:21, held out by their names, pre-registered in commit 7bdcd60c: a
                  # share of the incast cap per topology kind against form D, k=6 at 10 Mbit/s, P = 36 and 44
-                 "tcp-cc/ps-k6-p36-bw10-cubic", "tcp-cc/ps-k6-p44-bw10-spread-cubic")
+                 *SHARE_KIND_TEST)
 
 
 def host_tcp(run: dict) -> str:
@@ -1157,6 +1160,13 @@ def row_startup(r: dict, inc: dict | None) -> float:
     return capped_startup(per, ps_flow_bytes(r), r["link_mbps"], share) if share else per
 
 
+def row_incast(r: dict, incast: dict) -> float:
+    """Seconds per converging flow a row is charged under `incast` ({algorithm: its start-up},
+    `incast_fit`'s): its executor's `row_startup` where `charged_incast` and its NICs have more
+    than one switch input, else 0 (before the slack: `incast_charge`)."""
+    return row_startup(r, incast[r["algorithm"]]) if charged_incast(r, incast) and not one_switch_input(r) else 0.0
+
+
 def incast_charge(r: dict, per_flow: float, one_input_free: bool = True) -> float:
     """Seconds a row's sync is charged for its converging flows at `per_flow` seconds each only
     past its `incast_slack` (`fanin.past_slack`, as `core.past_slack` charges a new projection)
@@ -1287,8 +1297,7 @@ def _fan_in_rows(data: dict, fan: FanIn = BBR_FAN_IN) -> tuple[dict, float, list
     for r in out + unfaithful:
         # layer-wise plans (no rounds) pay their own measured start-ups, as in projection-validation
         r["fan_in_l"] = round_latency_of(r, lat, own)
-        r["fan_in_incast"] = (row_startup(r, inc[r["algorithm"]])
-                              if charged_incast(r, inc) and not one_switch_input(r) else 0.0)
+        r["fan_in_incast"] = row_incast(r, inc)
         r["fan_in_incast_charged"] = incast_charge(r, r["fan_in_incast"])
         r["fan_in_seconds"] = r["fan_in_sim"] + r["fan_in_l"] * (r["rounds"] or 0) + r["fan_in_incast_charged"]
         r["fan_in_ratio"] = common.ratio(r["fan_in_seconds"], r["measured_seconds"])
@@ -1351,7 +1360,7 @@ PS_SCAN = (("tcp-cc/ps-scan-p4-cubic", "01-fattree-4-ps-synthetic"),
            ("tcp-cc/ps-k6-p16-8mib-cubic", "01-fattree-6-ps-synthetic"),
            ("tcp-cc/ps-k6-p24-8mib-bw10-cubic", "01-fattree-6-ps-synthetic"),
            # at 36 and 44 workers (held out, 2026-12-05, pre-registered in commit 7bdcd60c): the share per kind's test
-           *((f"tcp-cc/{f}", "01-fattree-6-ps-synthetic") for f in ("ps-k6-p36-bw10-cubic", "ps-k6-p44-bw10-spread-cubic")))
+           *((f, "01-fattree-6-ps-synthetic") for f in SHARE_KIND_TEST))
 PS_SCAN_SOURCES = CUBIC_FAN_IN_SOURCES + tuple(f"{f}/{d}/capture.json" for f, d in PS_SCAN)
 
 
@@ -1506,11 +1515,6 @@ def _past_slack_check(rows, lat: float, every: dict, slack: dict, slack1: dict, 
         ["", *_share_by_kind(rows, lat, charged)] if charged and charged.get("flow_share") else [])
 
 
-# pre-registered in commit 7bdcd60c's message: form D against the same form with its share fitted
-# per topology kind on the same fit-half runs, at 36 and 44 workers on k=6 (10 Mbit/s, 2 MiB)
-SHARE_KIND_TEST = ("tcp-cc/ps-k6-p36-bw10-cubic", "tcp-cc/ps-k6-p44-bw10-spread-cubic")
-
-
 def topology_kind(r: dict) -> str:
     """A row's topology kind: "fattree" of "fattree(6)", "bcube" of "bcube(4,2)"."""
     return r["topology"].split("(")[0]
@@ -1520,8 +1524,7 @@ def _share_ratio(r: dict, lat: float, inc: dict, share: float) -> float:
     """Simulated / measured of a PS row charged form D (`inc`) with the cap's share `share`
     instead of its own (a share of 0: uncapped, form C, charged at 2 MiB or more only), as
     `_fan_in_rows` charges."""
-    i = {**inc, "flow_share": share}
-    start = row_startup(r, i) if charged_incast(r, {"ps": i}) and not one_switch_input(r) else 0.0
+    start = row_incast(r, {"ps": {**inc, "flow_share": share}})
     return common.ratio(_flow_model(r, lat) + incast_charge(r, start), r["measured_seconds"])
 
 
