@@ -2,6 +2,7 @@
 workloads/algorithms/forest.py): the packing against the LP over ALL spanning trees
 (enumerated), the bound against hand calculations and brute force, the plan against the
 ring on Fat-Tree, partitions, traffic, options, and the planner's run time."""
+import dataclasses
 import itertools
 import json
 import math
@@ -679,3 +680,65 @@ def test_exact_kruskal_is_networkx_kruskal_ties_and_all(n, levels, seed):
     g.add_weighted_edges_from((u, v, float(w[u, v])) for u in range(n) for v in range(u + 1, n))
     want = sorted(tuple(sorted(e)) for e in nx.minimum_spanning_edges(g, algorithm="kruskal", data=False))
     assert forest._kruskal(w) == want
+
+
+def _grown_by_recomputing(cols, base, x, height, bias):
+    """`forest._grown` as it was before it became incremental (2026-12-05): every route's cost
+    summed again, and every pair compared, at every step. The reference for the test below."""
+    n, m = cols.ov.size, cols.ov.nics
+    cost = (cols.R @ forest._exp(forest.ALPHA * base / cols.cap)).reshape(m, n, n).min(axis=0)
+    np.fill_diagonal(cost, 0.0)
+    root = int(np.argmin(cost.sum(axis=0) + cost.sum(axis=1)))
+    depth = np.full(n, -1)
+    depth[root] = 0
+    own, degree = np.zeros_like(base), np.zeros(n)
+    edges, nic_of = [], np.zeros((n, n), dtype=int)
+    for _ in range(n - 1):
+        before, after = (base + own) / cols.cap, (base + own + x) / cols.cap
+        both = forest._exp(forest.ALPHA * np.concatenate([after, before]))
+        w, nic = cols.weights(both[:len(after)] - both[len(after):])
+        inside = depth >= 0
+        w = w * ((1 + bias[0] * np.maximum(depth, 0)) * (1 + bias[1] * degree))[:, None]
+        w = np.where((inside & (depth < height))[:, None] & ~inside[None, :], w, np.inf)
+        u, v = divmod(int(np.argmin(w)), n)
+        depth[v] = depth[u] + 1
+        degree[u] += 1
+        degree[v] += 1
+        edges.append((min(u, v), max(u, v)))
+        nic_of[u, v], nic_of[v, u] = nic[u, v], nic[v, u]
+        own = own + x * cols.column([(u, v)], nic)[1]
+    return edges, nic_of
+
+
+@pytest.mark.parametrize("spec", ["fattree,k=4", "bcube,n=3,k=2", "bcube,n=2,k=3", "random"])
+def test_growing_a_tree_incrementally_is_recomputing_every_step_bit_for_bit(spec):
+    """`_grown` updates only the routes an added edge touches and compares only the pairs a tree
+    node may join; the trees must be those of recomputing everything each step, the same
+    edges and NICs, under other trees' loads (random, and made of near-equal values, so that
+    ties and near-ties decide), every height and both biases. BCube has two or more NICs a
+    pair; the random overlay has routes of uneven length over shared links."""
+    if spec == "random":
+        ov = forest.overlay_from_graph(_random_digraph(11, 9), range(9))
+    else:
+        topo = build(spec)
+        ov = forest.overlay_from_topology(topo, topo.hosts())
+    cols = forest._Columns(ov)
+    rng = np.random.default_rng(5)
+    routes = cols.routes()
+    price = np.append(rng.uniform(0, 3, len(cols.cap)), 0.0)
+    every = np.arange(cols.R.shape[0])
+    assert np.array_equal(routes.cost(every, price), cols.R @ price[:-1])
+    assert np.array_equal(dataclasses.replace(routes, ones=False).cost(every, price), cols.R @ price[:-1])
+    n = ov.size
+    loads = [np.zeros_like(cols.cap), rng.uniform(0, 0.3, len(cols.cap)) * cols.cap,
+             np.round(rng.uniform(0, 2, len(cols.cap))) * 0.1 * cols.cap]  # the last: three levels, many ties
+    trees = 0
+    for base in loads:
+        for height in sorted({1, 2, 3, n - 1}):
+            for bias in forest.BIASES:
+                x = 0.05 * float(cols.cap.min())
+                got = forest._grown(cols, base, x, height, bias)
+                want = _grown_by_recomputing(cols, base, x, height, bias)
+                assert got[0] == want[0] and np.array_equal(got[1], want[1]), (height, bias)
+                trees += 1
+    assert trees >= 12

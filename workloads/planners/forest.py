@@ -219,7 +219,13 @@ class _Columns:
                 cols.append(self.index[e])
         self.R = sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(m * n * n, len(used)))
         self._nic0 = None  # `weights`' NIC choice with one NIC (read-only, made once)
+        self._routes = None  # R as `_Routes` (`_Growth`, made once)
         self._loads: dict = {}  # column key -> its load vector (R never changes; read-only arrays)
+
+    def routes(self) -> "_Routes":
+        if self._routes is None:
+            self._routes = _Routes.of(self.R)
+        return self._routes
 
     def weights(self, y: np.ndarray):
         """Overlay weights under link prices y: (w, nic) with w[u, v] = d(u->v) + d(v->u), d
@@ -377,31 +383,133 @@ def _grown(cols: _Columns, base: np.ndarray, x: float, height: int, bias: tuple)
     add the least congestion cost: sum over their links of exp(ALPHA * utilization) (`_exp`) after
     minus before, with `base` the other trees' load (bytes/s), `x` this tree's rate, and the
     tree's own edges counted as they are added (which spreads its degrees). The cost is
-    scaled by (1 + a depth) (1 + b degree) of the tree node joined, (a, b) = `bias`."""
+    scaled by (1 + a depth) (1 + b degree) of the tree node joined, (a, b) = `bias`.
+
+    Incremental, with the bits of recomputing every route at every step (`_Growth`): an edge
+    added changes the marginal cost of the links of its two routes only, so only the routes
+    crossing one of them are summed again, and of the pairs only those a tree node could join
+    to an outside worker are compared. At 432 workers (Fat-Tree k = 12) the full product per
+    step was most of the plan's time (docs/forest.md, "Planner run time")."""
     n, m = cols.ov.size, cols.ov.nics
     cost = (cols.R @ _exp(ALPHA * base / cols.cap)).reshape(m, n, n).min(axis=0)
     np.fill_diagonal(cost, 0.0)
     root = int(np.argmin(cost.sum(axis=0) + cost.sum(axis=1)))  # the least congested worker
     depth = np.full(n, -1)
     depth[root] = 0
-    own, degree = np.zeros_like(base), np.zeros(n)
+    degree = np.zeros(n)
     edges, nic_of = [], np.zeros((n, n), dtype=int)
+    grow = _Growth(cols, base, x)
     for _ in range(n - 1):
-        before, after = (base + own) / cols.cap, (base + own + x) / cols.cap
-        both = _exp(ALPHA * np.concatenate([after, before]))  # elementwise: one call, the same bits
-        marginal = both[:len(after)] - both[len(after):]
-        w, nic = cols.weights(marginal)
         inside = depth >= 0
-        w = w * ((1 + bias[0] * np.maximum(depth, 0)) * (1 + bias[1] * degree))[:, None]
-        w = np.where((inside & (depth < height))[:, None] & ~inside[None, :], w, np.inf)
-        u, v = divmod(int(np.argmin(w)), n)
+        joins = np.flatnonzero(inside & (depth < height))  # tree nodes a worker may join
+        outside = np.flatnonzero(~inside)
+        scale = (1 + bias[0] * np.maximum(depth, 0)) * (1 + bias[1] * degree)
+        w = grow.both[np.ix_(joins, outside)] * scale[joins][:, None]
+        i, j = divmod(int(np.argmin(w)), len(outside))  # row-major: the full matrix's first minimum
+        u, v = int(joins[i]), int(outside[j])
         depth[v] = depth[u] + 1
         degree[u] += 1
         degree[v] += 1
         edges.append((min(u, v), max(u, v)))
-        nic_of[u, v], nic_of[v, u] = nic[u, v], nic[v, u]
-        own = own + x * cols.column([(u, v)], nic)[1]
+        nic_of[u, v], nic_of[v, u] = grow.nic[u, v], grow.nic[v, u]
+        grow.add(u, v, depth >= 0)
     return edges, nic_of
+
+
+class _Growth:
+    """The state of `_grown` between steps: this tree's own load on every link, the marginal
+    congestion cost of each link (exp(ALPHA (base + own + x) / cap) - exp(ALPHA (base + own) / cap)),
+    every route's cost under it, the cheapest NIC's cost d and choice nic per ordered pair (as
+    `_Columns.weights`) and both[a, b] = d[a, b] + d[b, a]. Every number a step reads is the one
+    recomputing from scratch gives, bit for bit: the marginal is elementwise, a route's cost is
+    summed over its links in the order of its row of R from 0 as csr_matvec sums it (`_Routes`),
+    links and routes an edge does not touch keep their values, and routes between two tree
+    nodes, which no later step of this tree reads, are left as they were."""
+
+    def __init__(self, cols: _Columns, base: np.ndarray, x: float):
+        self.cols, self.x = cols, x
+        self.base = np.zeros_like(cols.cap) + base  # a 0 (no other tree) as a vector: the same sums
+        self.n, self.m = n, m = cols.ov.size, cols.ov.nics
+        self.routes = cols.routes()
+        self.own = np.zeros_like(cols.cap)
+        self.marginal = np.append(self._marginal(slice(None)), 0.0)  # and the padding's 0
+        self.flat = cols.R @ self.marginal[:-1]
+        cost = self.flat.reshape(m, n, n)
+        if m == 1:  # a view: updates to `flat` are seen
+            self.d, self.nic = cost[0], np.zeros((n, n), dtype=np.intp)
+        else:
+            self.nic, self.d = np.argmin(cost, axis=0), np.min(cost, axis=0)
+        self.both = self.d + self.d.T
+        self._slot = np.zeros(len(self.flat), dtype=np.int64)  # scratch: dropping repeated routes
+
+    def _marginal(self, at) -> np.ndarray:
+        cols = self.cols
+        before = (self.base[at] + self.own[at]) / cols.cap[at]
+        after = (self.base[at] + self.own[at] + self.x) / cols.cap[at]
+        both = _exp(ALPHA * np.concatenate([after, before]))  # elementwise: one call, the same bits
+        return both[:len(after)] - both[len(after):]
+
+    def add(self, u: int, v: int, inside: np.ndarray) -> None:
+        """The edge {u, v} joined on the NICs `nic` gives it (`inside`: the tree's nodes with v)."""
+        n, rt = self.n, self.routes
+        rows = [(int(self.nic[u, v]) * n + u) * n + v, (int(self.nic[v, u]) * n + v) * n + u]
+        load = np.zeros(len(self.own) + 1)
+        np.add.at(load, rt.links[rows].ravel(), rt.data[rows].ravel())  # the padding adds 0 to its slot
+        links = np.flatnonzero(load[:-1])
+        self.own[links] = self.own[links] + self.x * load[links]
+        self.marginal[links] = self._marginal(links)
+        touched = np.concatenate([rt.crossing[rt.start[e]:rt.start[e + 1]] for e in links.tolist()])
+        s, t = (touched // n) % n, touched % n
+        touched = touched[~(inside[s] & inside[t])]  # a route between tree nodes is read no more
+        self._slot[touched] = np.arange(len(touched))
+        touched = touched[self._slot[touched] == np.arange(len(touched))]  # each route once
+        self.flat[touched] = rt.cost(touched, self.marginal)
+        pair = touched % (n * n)
+        s, t = pair // n, pair % n
+        if self.m > 1:
+            cost = self.flat.reshape(self.m, n, n)[:, s, t]
+            self.nic[s, t], self.d[s, t] = np.argmin(cost, axis=0), np.min(cost, axis=0)
+        self.both[s, t] = self.both[t, s] = self.d[s, t] + self.d[t, s]
+
+
+@dataclass(frozen=True)
+class _Routes:
+    """R's rows as a padded table, for summing a few rows fast: links[r] the link ids of route r in
+    its row's order, then the padding link (id = number of links, priced 0); data[r] its entries
+    (0 on the padding); and R by columns: crossing[start[e]:start[e + 1]] the routes crossing link e."""
+
+    links: np.ndarray
+    data: np.ndarray
+    crossing: np.ndarray
+    start: np.ndarray
+    ones: bool  # every entry of R is 1
+
+    @classmethod
+    def of(cls, R) -> "_Routes":
+        rows, links = R.shape
+        length = np.diff(R.indptr)
+        width = int(length.max()) if rows else 0
+        table = np.full((rows, width), links, dtype=np.int64)
+        data = np.zeros((rows, width))
+        mask = np.arange(width)[None, :] < length[:, None]
+        table[mask], data[mask] = R.indices, R.data  # row by row, each in its order
+        by_link = R.tocsc()
+        return cls(table, data, by_link.indices.astype(np.int64), by_link.indptr.astype(np.int64),
+                   bool(np.all(R.data == 1.0)))
+
+    def cost(self, rows, price: np.ndarray) -> np.ndarray:
+        """(R @ price[:-1])[rows], with the bits of csr_matvec: from 0, each entry's data x price
+        added in the row's order (the padding adds 0, which changes no sum of prices >= 0)."""
+        links = self.links[rows]
+        out = np.zeros(len(rows))
+        if self.ones:  # every entry 1 (routes cross a link once): 1 x price is the price
+            for k in range(links.shape[1]):
+                out = out + price[links[:, k]]
+            return out
+        data = self.data[rows]
+        for k in range(links.shape[1]):
+            out = out + data[:, k] * price[links[:, k]]
+        return out
 
 
 def _bounded_forest(cols: _Columns, k: int, height: int, target: float, bias: tuple):
