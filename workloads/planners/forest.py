@@ -451,10 +451,9 @@ class _Growth:
 
     def add(self, u: int, v: int, inside: np.ndarray) -> None:
         """The edge {u, v} joined on the NICs `nic` gives it (`inside`: the tree's nodes with v)."""
-        n, rt = self.n, self.routes
+        n, m, rt = self.n, self.m, self.routes
         rows = [(int(self.nic[u, v]) * n + u) * n + v, (int(self.nic[v, u]) * n + v) * n + u]
-        load = np.zeros(len(self.own) + 1)
-        np.add.at(load, rt.links[rows].ravel(), rt.data[rows].ravel())  # the padding adds 0 to its slot
+        load = np.bincount(rt.links[rows].ravel(), rt.data[rows].ravel(), len(self.own) + 1)  # padding: last
         links = np.flatnonzero(load[:-1])
         self.own[links] = self.own[links] + self.x * load[links]
         self.marginal[links] = self._marginal(links)
@@ -466,8 +465,8 @@ class _Growth:
         self.flat[touched] = rt.cost(touched, self.marginal)
         pair = touched % (n * n)
         s, t = pair // n, pair % n
-        if self.m > 1:
-            cost = self.flat.reshape(self.m, n, n)[:, s, t]
+        if m > 1:
+            cost = self.flat.reshape(m, n, n)[:, s, t]
             self.nic[s, t], self.d[s, t] = np.argmin(cost, axis=0), np.min(cost, axis=0)
         self.both[s, t] = self.both[t, s] = self.d[s, t] + self.d[t, s]
 
