@@ -742,3 +742,22 @@ def test_growing_a_tree_incrementally_is_recomputing_every_step_bit_for_bit(spec
                 assert got[0] == want[0] and np.array_equal(got[1], want[1]), (height, bias)
                 trees += 1
     assert trees >= 12
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_out_and_in_of_many_sets_in_one_pass_are_the_per_set_sums(seed):
+    """`_outs_ins` sums every disjoint set's capacity out and in over one walk of the edges; the
+    floats must be `_out`'s and `_in`'s for each set (same edges, same order), with capacities
+    that round differently in another order."""
+    rng = random.Random(seed)
+    g = nx.gnp_random_graph(30, 0.3, seed=seed, directed=True)
+    for u, v in g.edges:
+        g.edges[u, v]["capacity"] = rng.choice([0.1, 0.2, 0.3, 1e16, 3.0]) * rng.random()
+    nodes = list(g.nodes)
+    rng.shuffle(nodes)
+    sets = [set(nodes[i:i + k]) for i, k in zip(range(0, 30, 6), (1, 5, 3, 6, 2))]
+    outs, ins = forest._outs_ins(g, sets)
+    assert outs == [forest._out(g, s) for s in sets]
+    assert ins == [forest._in(g, s) for s in sets]
+    with pytest.raises(ValueError, match="in two of the sets"):
+        forest._outs_ins(g, [{nodes[0], nodes[1]}, {nodes[1]}])

@@ -706,6 +706,27 @@ def _in(g: nx.DiGraph, s: set) -> float:
     return sum(d["capacity"] for u, v, d in g.edges(data=True) if v in s and u not in s)
 
 
+def _outs_ins(g: nx.DiGraph, sets: list) -> tuple[list, list]:
+    """[_out(g, s) for s in sets], [_in(g, s) for s in sets] for disjoint sets, in one pass over
+    the edges instead of one per set and direction (most of the cut bound's own time at hundreds
+    of workers): each set's sum adds the same capacities in the same edge order from 0, so the
+    same floats."""
+    where = {}
+    for k, members in enumerate(sets):
+        for node in members:
+            if where.setdefault(node, k) != k:
+                raise ValueError(f"forest: node {node!r} is in two of the sets")
+    outs, ins = [0] * len(sets), [0] * len(sets)
+    for u, v, d in g.edges(data=True):
+        a, b = where.get(u), where.get(v)
+        if a != b:
+            if a is not None:
+                outs[a] += d["capacity"]
+            if b is not None:
+                ins[b] += d["capacity"]
+    return outs, ins
+
+
 def _families(g: nx.DiGraph, workers: list) -> list[tuple[str, list[set]]]:
     """Disjoint node sets, each holding a worker, together holding all of them: every
     partition of the nodes of a tiny graph; else one set per worker node, and the connected
@@ -790,8 +811,8 @@ def _max_ratio(g: nx.DiGraph, workers: list) -> float:
     plus a source feeding every other worker with capacity theta."""
     wl = list(dict.fromkeys(workers))
     n = len(wl)
-    theta = min(min(_out(g, {w}) for w in wl),
-                min(_in(g, {w}) / (n - 1) for w in wl))  # singletons and all-but-one
+    outs, ins = _outs_ins(g, [{w} for w in wl])
+    theta = min(min(outs), min(c / (n - 1) for c in ins))  # singletons and all-but-one
     h = g.copy()
     for _ in range(100):
         for w in wl:
@@ -821,7 +842,7 @@ def cut_bound(g: nx.DiGraph, workers, nbytes: float) -> CutBound:
     part, which = 0.0, ""
     for name, sets in _families(g, workers):
         p = len(sets)
-        for cap in (sum(_out(g, s) for s in sets), sum(_in(g, s) for s in sets)):
+        for cap in map(sum, _outs_ins(g, sets)):
             t = 2 * (p - 1) * nbytes / cap
             if t > part * (1 + 1e-12):
                 part, which = t, name
