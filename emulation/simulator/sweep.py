@@ -322,7 +322,10 @@ def prepare_all(s: Sweep, measured: dict, log=print) -> list[Prepared]:
                 core.check_buildable(req.topo, req.max_memory)
                 log(f"building {req.topo} ...")
                 built[req.topo] = simgrid_platform.indexed(spec.build(req.topo, bw=req.bw, ecmp=req.ecmp))
+            log(f"planning {req.algo} on {req.topo} ...")  # a planner may take minutes (the forest's at 432 workers)
+            started = time.perf_counter()
             preps.append(prepare(req, built[req.topo]))
+            log(f"  planned and checked in {time.perf_counter() - started:.1f} s")
         except base.NotAccepted as e:  # a sweep skips (and names) the sizes an algorithm does not take
             if len(s.topo) < 2:
                 raise

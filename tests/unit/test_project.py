@@ -338,6 +338,7 @@ def test_cli_writes_the_emulations_summary_fields(capsys, tmp_path):
                          "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "simulated" in out and "= closed form" in out
+    assert out.count("planning ") == 2 and out.count("planned and checked in ") == 2  # progress while planning
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["simulated"] is True and [r["algorithm"] for r in summary["runs"]] == ["ring", "ps"]
     for r in summary["runs"]:
