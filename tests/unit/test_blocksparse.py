@@ -457,3 +457,26 @@ def test_every_rank_posts_a_steps_receives_before_its_sends_and_holds_what_the_r
             assert sorted([dst, nic, *b_m] for (dst, nic), b_m in sent.items()) == \
                 memory["record"].sent.get(r, []), f"rank {r}"
         assert any(k == "recv" for c in comms for k, t in c.posted if t >= Comm.VAR_DATA_TAG)
+
+
+@pytest.mark.parametrize("workers, servers", [(3, 0), (2, 2)])
+@pytest.mark.parametrize("spec", ["omnireduce", "topk_ps,density=0.05", "dfs,density=0.2,blocks=16:64:256"])
+def test_each_step_is_two_rounds_headers_then_payloads_and_the_projection_charges_both(spec, workers, servers):
+    """A rank posts nothing of a step's payloads before every post of its headers (it waits for
+    the headers it expects in between), so each step waits through two message rounds; the
+    projection's latency term counts both (`rounds`), per step of every simulated form."""
+    algo, p = plan(spec, workers, servers=servers)
+    world = workers + servers
+    grads = SyntheticGradients(workers, 3001, 3, SPARSE)
+    states = [base.SyncState(rank=r, workers=workers, world=world) for r in range(world)]
+    for state in states:
+        state.begin(0)
+    comms, _ = threaded_comms(world)
+    run_ranks(lambda plan_, comm, g: algo.execute(plan_, comm, g, states[comm.rank]), p, comms,
+              grads.all_workers(0) + [torch.zeros(3001)] * servers)
+    for r, comm in enumerate(comms):
+        for header in (bs.PUSH_TAG, bs.PULL_TAG):
+            order = [t for _, t in comm.posted if t in (header, header + Comm.VAR_DATA_TAG)]
+            assert order == sorted(order), f"rank {r} posted a payload before a header under tag {header}: {order}"
+    assert algo.step_rounds(p) == [2, 2]
+    assert len(algo.step_rounds(p)) == len(algo.modelled_steps(p)) == len(algo.step_blocks(p)) == len(algo.phases(p))

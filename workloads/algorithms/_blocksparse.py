@@ -22,6 +22,8 @@ shard i; dedicated: ranks W..W+S-1), shards of whole blocks (`blocks.shard_block
 A step is one `Comm.exchange_vars` on every rank: its receives posted first (headers, then
 payloads as their headers arrive), then its sends, which are waited for at the end; nothing
 waits on a peer before its own headers are sent, so no ordering of ranks can deadlock Gloo.
+A rank sends no payload before every header it expects arrived: two rounds of start-up per
+step (`rounds`; one per step until 2026-12-05, docs/PROJECTION.md).
 Both orders matter because a Gloo send waits until its receive is posted: receiving one sender
 after another (before 2026-11-28, `recv_var` in rank order) let an owner's pushes, and a
 worker's pulls, through one at a time, every owner starting with the same sender; posting the
@@ -57,6 +59,7 @@ from workloads.gradients import as_flat
 from workloads.sparse import Residual, block_nonzero, blocks_to_indices, select_topk
 
 PUSH_TAG, PULL_TAG = 0, 1
+STEPS = ("push", "pull")  # one `Comm.exchange_vars` each, in this order
 
 
 # --- options and plans -----------------------------------------------------------------------
@@ -107,7 +110,7 @@ def phases(plan: dict) -> list[list[Flow]]:
     n, d, nic, owners = plan["workers"], plan["elements"], plan["nic"], plan["owners"]
     up_meta, down_meta = plan["meta_words"]
     steps = []
-    for step, meta in (("push", up_meta), ("pull", down_meta)):
+    for step, meta in zip(STEPS, (up_meta, down_meta)):
         biggest: dict = {}
         for b in plan["dense_blocks"]:
             for owner, (start, end) in zip(owners, blocks.shard_ranges(d, b, len(owners))):
@@ -119,6 +122,15 @@ def phases(plan: dict) -> list[list[Flow]]:
         steps.append(merge_flows(Flow(src, dst, nic, nbytes, messages)
                                  for (src, dst), (nbytes, messages) in biggest.items()))
     return steps
+
+
+def rounds(plan: dict) -> list[int]:
+    """Two message rounds per step, push and pull (`Algorithm.rounds`, the projection's latency
+    term): `Comm.exchange_vars` waits for every sender's length header before it posts a
+    payload's receive or sends a payload of its own, so the headers are a round of their own on
+    each step's critical path, then the payloads. (A step whose every message is empty has no
+    payload round; the projection charges it two all the same.)"""
+    return [2] * len(STEPS)
 
 
 def traffic(plan: dict) -> list[Flow]:

@@ -190,8 +190,8 @@ ALGORITHM = Algorithm(
     name="dfs",
     summary="DFS (Yang et al. 2023, reconstructed from the abstract): block top-k within a density budget, "
             "block size chosen per iteration for both directions, zero blocks skipped on a sharded PS",
-    plan=plan, traffic=bs.traffic, execute=execute, validate=validate, phases=bs.phases, options=OPTIONS,
-    uses_servers=True, reference=reference, data_dependent=True,
+    plan=plan, traffic=bs.traffic, execute=execute, validate=validate, phases=bs.phases, rounds=bs.rounds,
+    options=OPTIONS, uses_servers=True, reference=reference, data_dependent=True,
     compute=bs.COMPUTE, summarize=bs.summarize, logged_steps=bs.logged_steps,
     modelled_steps=modelled, blocks=modelled_blocks,
 )

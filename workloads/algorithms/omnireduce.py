@@ -50,7 +50,7 @@ ALGORITHM = Algorithm(
     summary="OmniReduce (Fei et al. 2021): non-zero blocks to sharded aggregators, their union back; "
             "optional element top-k first (density) with error feedback",
     plan=plan, traffic=bs.traffic, execute=bs.execute_fixed, validate=validate, phases=bs.phases,
-    options=OPTIONS, uses_servers=True, reference=bs.reference_fixed, data_dependent=True,
+    rounds=bs.rounds, options=OPTIONS, uses_servers=True, reference=bs.reference_fixed, data_dependent=True,
     compute=bs.COMPUTE, summarize=bs.summarize, logged_steps=bs.logged_steps,
     modelled_steps=bs.modelled_steps, blocks=bs.modelled_blocks,
 )

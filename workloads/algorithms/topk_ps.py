@@ -38,7 +38,7 @@ ALGORITHM = Algorithm(
     summary="element-wise Top-k with error feedback on a sharded PS: (index, value) pairs to the owners, "
             "the union summed back (DFS's unformatted baseline)",
     plan=plan, traffic=bs.traffic, execute=bs.execute_fixed, validate=validate, phases=bs.phases,
-    options=OPTIONS, uses_servers=True, reference=bs.reference_fixed, data_dependent=True,
+    rounds=bs.rounds, options=OPTIONS, uses_servers=True, reference=bs.reference_fixed, data_dependent=True,
     compute=bs.COMPUTE, summarize=bs.summarize, logged_steps=bs.logged_steps,
     modelled_steps=bs.modelled_steps, blocks=bs.modelled_blocks,
 )
