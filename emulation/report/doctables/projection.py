@@ -1914,6 +1914,36 @@ def projection_blocksparse_fitted(data: dict) -> list[str]:
                "Every run has a model for each compute it logged.")]
 
 
+def projection_blocksparse_rounds(data: dict) -> list[str]:
+    """The block-sparse runs whose executor posts a step's receives before its sends, in both
+    validations, with the header round charged (two rounds per step, `_blocksparse.rounds`, since
+    2026-12-05) and without it (one per step, as before): the fan-in tables' figures, at their
+    fitted e and L; then the counts within TOLERANCE of every faithful block-sparse run."""
+    cells, shown, every = [], [], []
+    for fan in (BBR_FAN_IN, CUBIC_FAN_IN):
+        _, lat, rows = _fan_in_rows(data, fan)
+        rows = [r for r in rows if r["algorithm"] in BLOCK_SPARSE]
+        one = {id(r): common.ratio(r["fan_in_seconds"] - r["fan_in_l"] * (r["rounds"] or 0) / 2,
+                                   r["measured_seconds"]) for r in rows}
+        now = [r for r in rows if fan.cc == "cubic" or blocksparse_executor(r["folder"]) == BLOCK_SPARSE_EXECUTORS[2]]
+        for r in sorted(now, key=lambda r: (r["fit"] is False, r["experiment"], str(r["model"]), r["algo_spec"])):
+            cells.append([fan.cc.upper(), r["experiment"], "fit" if r["fit"] else "held out", r["algo_spec"],
+                          str(r["model"]), fmt(r["measured_seconds"], ".3f"), fmt(r["fan_in_l"] * 1e3, ".2f"),
+                          fmt(one[id(r)], ".2f"), fmt(r["fan_in_ratio"], ".2f")])
+        for counts, which in ((shown, now), (every, rows)):
+            for half, of_half in zip(("fit", "held out"), fan_in_split(which)):
+                a = [one[id(r)] for r in of_half if one[id(r)] is not None]
+                b = [r["fan_in_ratio"] for r in of_half if r["fan_in_ratio"] is not None]
+                counts.append(f"{fan.cc.upper()} {half}, {_within(a)} and {_within(b)} of {len(b)}")
+    return table(["hosts", "experiment", "half", "algorithm", "model", "measured s", "L ms",
+                  "sim/meas, one round per step", "sim/meas, two (charged)"], cells) + [
+        "", "Runs of the executor that posts a step's receives before its sends (each validation's fitted e and L, "
+            "as in its fan-in table; the CUBIC folders were all run with it). Within "
+            f"{TOLERANCE:.0%} with one round per step and with two: these runs, {'; '.join(shown)}; every faithful "
+            f"block-sparse run, the superseded executors' too (they sent each header with its payload), "
+            f"{'; '.join(every)}."]
+
+
 def projection_cubic_fan_in(data: dict) -> list[str]:
     """The same on the folders run with CUBIC in the hosts: e and L fitted on their own fit half."""
     return projection_fan_in(data, CUBIC_FAN_IN)
