@@ -744,6 +744,46 @@ def test_growing_a_tree_incrementally_is_recomputing_every_step_bit_for_bit(spec
     assert trees >= 12
 
 
+@pytest.mark.parametrize("spec", ["fattree,k=4", "bcube,n=3,k=2", "random"])
+def test_the_growth_state_holds_every_tree_to_outside_pair_as_recomputed(spec):
+    """A step of `_grown` reads `_Growth`'s both[] and NIC choices of the pairs between a tree
+    node and an outside worker only: after every edge added (in a random order, so that the
+    choices of `_grown` do not hide a stale value, as comparing whole trees can), each such
+    pair's must be those of recomputing every route from scratch, bit for bit."""
+    if spec == "random":
+        ov = forest.overlay_from_graph(_random_digraph(11, 9), range(9))
+    else:
+        topo = build(spec)
+        ov = forest.overlay_from_topology(topo, topo.hosts())
+    cols = forest._Columns(ov)
+    rng = np.random.default_rng(7)
+    n = ov.size
+    for base in (np.zeros_like(cols.cap), rng.uniform(0, 0.3, len(cols.cap)) * cols.cap):
+        x = 0.05 * float(cols.cap.min())
+        grow = forest._Growth(cols, base, x)
+        own = np.zeros_like(base)
+        order = [int(w) for w in rng.permutation(n)]
+        inside = np.zeros(n, dtype=bool)
+        inside[order[0]] = True
+        for v in order[1:]:
+            u = int(rng.choice(np.flatnonzero(inside)))
+            nic_uv = (int(grow.nic[u, v]), int(grow.nic[v, u]))
+            inside[v] = True
+            grow.add(u, v, inside.copy())
+            key = [(min(u, v), max(u, v), nic_uv[0] if u < v else nic_uv[1], nic_uv[1] if u < v else nic_uv[0])]
+            rows = [(ln * n + a) * n + b for a, b, ln, _ in key] + [(lb * n + b) * n + a for a, b, _, lb in key]
+            own = own + x * np.asarray(cols.R[rows].sum(axis=0)).ravel()
+            assert np.array_equal(grow.own, own)
+            before, after = (base + own) / cols.cap, (base + own + x) / cols.cap
+            both = forest._exp(forest.ALPHA * np.concatenate([after, before]))
+            w, nic = cols.weights(both[:len(after)] - both[len(after):])
+            tree, rest = np.flatnonzero(inside), np.flatnonzero(~inside)
+            pairs = np.ix_(tree, rest)
+            assert np.array_equal(grow.both[pairs], w[pairs]), (spec, v)
+            assert np.array_equal(grow.nic[pairs], nic[pairs]) and np.array_equal(grow.nic[np.ix_(rest, tree)],
+                                                                                  nic[np.ix_(rest, tree)])
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_out_and_in_of_many_sets_in_one_pass_are_the_per_set_sums(seed):
     """`_outs_ins` sums every disjoint set's capacity out and in over one walk of the edges; the
