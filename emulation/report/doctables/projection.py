@@ -224,7 +224,11 @@ CUBIC_FOLDERS = ("tcp-cc/hd-cubic", "tcp-cc/default-cubic", "tcp-cc/bml-bcube32-
                  "tcp-cc/ps-bcube23-bw5-mb0-125-cubic-r2",
                  # 2026-12-05 01:16-01:21, held out by their names, pre-registered in commit 7bdcd60c: a
                  # share of the incast cap per topology kind against form D, k=6 at 10 Mbit/s, P = 36 and 44
-                 *SHARE_KIND_TEST)
+                 *SHARE_KIND_TEST,
+                 # 2026-12-05 06:47-06:50, held out by its name, pre-registered in commit 5c54d67f: the
+                 # block-sparse steps' two rounds on the DFS file's ResNet-20 row (its first run, 06:45,
+                 # failed the link calibration: not faithful, not kept)
+                 "tcp-cc/dfs-resnet20-rounds-cubic")
 
 
 def host_tcp(run: dict) -> str:
