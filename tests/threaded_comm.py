@@ -10,7 +10,8 @@ from workloads.comm import Comm
 
 
 class ThreadedComm:
-    """One rank's end: `sends` (dst, nic, tag, bytes), `posted` ("recv" | "send", tag) in order.
+    """One rank's end: `sends` (dst, nic, tag, bytes), `posted` ("recv" | "send", tag) in order,
+    and `log`, the same posts with each receive's completed wait ("waited", tag) in between.
     Variable-size messages are Comm's own framing over this send/recv."""
 
     VAR_DATA_TAG = Comm.VAR_DATA_TAG
@@ -18,10 +19,11 @@ class ThreadedComm:
 
     def __init__(self, rank: int, box: dict, cond: threading.Condition):
         self.rank, self.box, self.cond = rank, box, cond
-        self.sends, self.posted, self.events = [], [], []
+        self.sends, self.posted, self.events, self.log = [], [], [], []
 
     def send(self, tensor, dst, nic=0, tag=0):
         self.posted.append(("send", tag))
+        self.log.append(("send", tag))
         with self.cond:
             self.box[(self.rank, dst, tag)] = tensor.clone()
             self.cond.notify_all()
@@ -30,11 +32,13 @@ class ThreadedComm:
 
     def recv(self, tensor, src, nic=0, tag=0):
         self.posted.append(("recv", tag))
+        self.log.append(("recv", tag))
 
         def wait():
             with self.cond:
                 assert self.cond.wait_for(lambda: (src, self.rank, tag) in self.box, 20), (src, self.rank, tag)
                 tensor.copy_(self.box.pop((src, self.rank, tag)))
+            self.log.append(("waited", tag))
         return Work(wait)
 
     def record(self, **event):

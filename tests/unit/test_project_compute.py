@@ -184,6 +184,9 @@ def test_logged_steps_split_each_iteration_exactly():
             assert mine == {(d, n): (b, m) for d, n, b, m in logged["sent"]}  # every byte, no more
             assert sum(f.bytes for f in push if f.src == rank) == logged["phases"]["push"]
             assert sum(f.bytes for f in pull if f.src == rank) == logged["phases"]["pull"]
+    # each replayed step pays two rounds of start-up, its headers' and its payloads' (`_blocksparse.rounds`)
+    form = project.simulated_form(a, job["plan"], round_latency=0.001, logged=its)
+    assert form.startup == pytest.approx([0.002] * 2 * len(its))
     with pytest.raises(ValueError, match="pull bytes"):
         bad = {r: {**v, "phases": {**v["phases"], "pull": v["phases"]["pull"] + 1}} for r, v in its[0].items()}
         a.logged_steps(job["plan"], bad)

@@ -22,8 +22,9 @@ shard i; dedicated: ranks W..W+S-1), shards of whole blocks (`blocks.shard_block
 A step is one `Comm.exchange_vars` on every rank: its receives posted first (headers, then
 payloads as their headers arrive), then its sends, which are waited for at the end; nothing
 waits on a peer before its own headers are sent, so no ordering of ranks can deadlock Gloo.
-A rank sends no payload before every header it expects arrived: two rounds of start-up per
-step (`rounds`; one per step until 2026-12-05, docs/PROJECTION.md).
+A payload's receive waits for its header, and a rank sends no payload before every header it
+expects arrived: two rounds of start-up per step (`rounds`; the projection charged one until
+2026-12-05, docs/PROJECTION.md).
 Both orders matter because a Gloo send waits until its receive is posted: receiving one sender
 after another (before 2026-11-28, `recv_var` in rank order) let an owner's pushes, and a
 worker's pulls, through one at a time, every owner starting with the same sender; posting the
@@ -126,11 +127,13 @@ def phases(plan: dict) -> list[list[Flow]]:
 
 def rounds(plan: dict) -> list[int]:
     """Two message rounds per step, push and pull (`Algorithm.rounds`, the projection's latency
-    term): `Comm.exchange_vars` waits for every sender's length header before it posts a
-    payload's receive or sends a payload of its own, so the headers are a round of their own on
-    each step's critical path, then the payloads. (A step whose every message is empty has no
-    payload round; the projection charges it two all the same.)"""
-    return [2] * len(STEPS)
+    term): in `Comm.exchange_vars` a payload's receive is posted only once its length header
+    arrived, a Gloo send moves nothing until its receive is posted, and a rank sends its
+    payloads only after every header it expects arrived, so each step waits through the
+    headers' delivery, then the payloads'. None for a single rank, which sends nothing. (A step
+    whose every message is empty has no payload round; the projection charges it two all the
+    same.)"""
+    return [2 if plan["world"] > 1 else 0] * len(STEPS)
 
 
 def traffic(plan: dict) -> list[Flow]:

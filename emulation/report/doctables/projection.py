@@ -1862,6 +1862,7 @@ def projection_blocksparse_receives(data: dict) -> list[str]:
 
 
 BLOCK_SPARSE = ("dfs", "omnireduce", "topk_ps")
+BLOCK_SPARSE_STEPS = ("push", "pull")  # as workloads/algorithms/_blocksparse.py's STEPS
 # the folders whose block-sparse executors posted a step's receives together after its sends
 # (Comm.recv_vars, 2026-11-28), and those that post them before the sends (Comm.exchange_vars,
 # 2026-11-29); the older folders received one sender after another
@@ -1927,9 +1928,12 @@ def projection_blocksparse_rounds(data: dict) -> list[str]:
     for fan in (BBR_FAN_IN, CUBIC_FAN_IN):
         _, lat, rows = _fan_in_rows(data, fan)
         rows = [r for r in rows if r["algorithm"] in BLOCK_SPARSE]
-        one = {id(r): common.ratio(r["fan_in_seconds"] - r["fan_in_l"] * (r["rounds"] or 0) / 2,
-                                   r["measured_seconds"]) for r in rows}
-        now = [r for r in rows if fan.cc == "cubic" or blocksparse_executor(r["folder"]) == BLOCK_SPARSE_EXECUTORS[2]]
+        if any(r["rounds"] != 2 * len(BLOCK_SPARSE_STEPS) for r in rows):
+            raise ValueError("a block-sparse projection was not charged two rounds per step: rerun "
+                             "`bash scripts/project_measured.sh` on its folder")
+        one = {id(r): common.ratio(r["fan_in_seconds"] - r["fan_in_l"] * len(BLOCK_SPARSE_STEPS),
+                                   r["measured_seconds"]) for r in rows}  # a round less per step
+        now = [r for r in rows if not r.get("superseded")]
         for r in sorted(now, key=lambda r: (r["fit"] is False, r["experiment"], str(r["model"]), r["algo_spec"])):
             cells.append([fan.cc.upper(), r["experiment"], "fit" if r["fit"] else "held out", r["algo_spec"],
                           str(r["model"]), fmt(r["measured_seconds"], ".3f"), fmt(r["fan_in_l"] * 1e3, ".2f"),
@@ -1940,12 +1944,11 @@ def projection_blocksparse_rounds(data: dict) -> list[str]:
                 b = [r["fan_in_ratio"] for r in of_half if r["fan_in_ratio"] is not None]
                 counts.append(f"{fan.cc.upper()} {half}, {_within(a)} and {_within(b)} of {len(b)}")
     return table(["hosts", "experiment", "half", "algorithm", "model", "measured s", "L ms",
-                  "sim/meas, one round per step", "sim/meas, two (charged)"], cells) + [
-        "", "Runs of the executor that posts a step's receives before its sends (each validation's fitted e and L, "
-            "as in its fan-in table; the CUBIC folders were all run with it). Within "
+                  "sim/meas, one round per step (at the e fitted with two)", "sim/meas, two (charged)"], cells) + [
+        "", "Runs of the executor that runs today, which posts a step's receives before its sends (each "
+            "validation's fitted e and L, as in its fan-in table). Within "
             f"{TOLERANCE:.0%} with one round per step and with two: these runs, {'; '.join(shown)}; every faithful "
-            f"block-sparse run, the superseded executors' too (they sent each header with its payload), "
-            f"{'; '.join(every)}."]
+            f"block-sparse run, the superseded executors' too, {'; '.join(every)}."]
 
 
 def projection_cubic_fan_in(data: dict) -> list[str]:
