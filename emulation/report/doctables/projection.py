@@ -228,7 +228,10 @@ CUBIC_FOLDERS = ("tcp-cc/hd-cubic", "tcp-cc/default-cubic", "tcp-cc/bml-bcube32-
                  # 2026-12-05 06:47-06:50, held out by its name, pre-registered in commit 5c54d67f: the
                  # block-sparse steps' two rounds on the DFS file's ResNet-20 row (its first run, 06:45,
                  # failed the link calibration: not faithful, not kept)
-                 "tcp-cc/dfs-resnet20-rounds-cubic")
+                 "tcp-cc/dfs-resnet20-rounds-cubic",
+                 # 07:08-07:11, held out by its name, pre-registered in the commit before it: the same
+                 # row at 200 Mbit/s, where the rounds are a larger share of the sync
+                 "tcp-cc/dfs-resnet20-rounds-bw200-cubic")
 
 
 def host_tcp(run: dict) -> str:
