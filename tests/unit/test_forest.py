@@ -710,6 +710,17 @@ def _grown_by_recomputing(cols, base, x, height, bias):
     return edges, nic_of
 
 
+def _overlay_columns(spec: str):
+    """(overlay, its `_Columns`) of a topology spec, or of a random 11-node graph with 9 workers
+    (routes of uneven length over shared links) for "random"."""
+    if spec == "random":
+        ov = forest.overlay_from_graph(_random_digraph(11, 9), range(9))
+    else:
+        topo = build(spec)
+        ov = forest.overlay_from_topology(topo, topo.hosts())
+    return ov, forest._Columns(ov)
+
+
 @pytest.mark.parametrize("spec", ["fattree,k=4", "bcube,n=3,k=2", "bcube,n=2,k=3", "random"])
 def test_growing_a_tree_incrementally_is_recomputing_every_step_bit_for_bit(spec):
     """`_grown` updates only the routes an added edge touches and compares only the pairs a tree
@@ -717,12 +728,7 @@ def test_growing_a_tree_incrementally_is_recomputing_every_step_bit_for_bit(spec
     edges and NICs, under other trees' loads (random, and made of near-equal values, so that
     ties and near-ties decide), every height and both biases. BCube has two or more NICs a
     pair; the random overlay has routes of uneven length over shared links."""
-    if spec == "random":
-        ov = forest.overlay_from_graph(_random_digraph(11, 9), range(9))
-    else:
-        topo = build(spec)
-        ov = forest.overlay_from_topology(topo, topo.hosts())
-    cols = forest._Columns(ov)
+    ov, cols = _overlay_columns(spec)
     rng = np.random.default_rng(5)
     routes = cols.routes()
     price = np.append(rng.uniform(0, 3, len(cols.cap)), 0.0)
@@ -750,12 +756,7 @@ def test_the_growth_state_holds_every_tree_to_outside_pair_as_recomputed(spec):
     node and an outside worker only: after every edge added (in a random order, so that the
     choices of `_grown` do not hide a stale value, as comparing whole trees can), each such
     pair's must be those of recomputing every route from scratch, bit for bit."""
-    if spec == "random":
-        ov = forest.overlay_from_graph(_random_digraph(11, 9), range(9))
-    else:
-        topo = build(spec)
-        ov = forest.overlay_from_topology(topo, topo.hosts())
-    cols = forest._Columns(ov)
+    ov, cols = _overlay_columns(spec)
     rng = np.random.default_rng(7)
     n = ov.size
     for base in (np.zeros_like(cols.cap), rng.uniform(0, 0.3, len(cols.cap)) * cols.cap):
