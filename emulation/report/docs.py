@@ -65,12 +65,15 @@ class Table:
 
 # ---- reading ---------------------------------------------------------------------------
 def load_source(results: Path, rel: str):
-    """Parsed content of docs/results/`rel` (JSON or YAML); MissingSource when absent or unreadable."""
+    """Parsed content of docs/results/`rel` (JSON, YAML, or JSON Lines as a list); MissingSource
+    when absent or unreadable."""
     path = Path(results) / rel
     if not path.is_file():
         raise MissingSource(f"docs/results/{rel} is missing")
     try:
         text = path.read_text()
+        if path.suffix == ".jsonl":
+            return [json.loads(line) for line in text.splitlines() if line.strip()]
         return yaml.safe_load(text) if path.suffix in (".yaml", ".yml") else json.loads(text)
     except (OSError, ValueError, yaml.YAMLError) as e:
         raise MissingSource(f"docs/results/{rel} is unreadable: {e}") from e

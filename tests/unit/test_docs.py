@@ -397,3 +397,32 @@ def test_a_cost_model_in_probe_units_follows_a_cpu_whose_speed_the_probe_measure
     assert (len(fit), len(held)) == (2, 2)
     assert by_units == pytest.approx([1.0, 1.0]) and by_s == pytest.approx([0.5, 0.5])
     assert proj.probe_ratios([p for p in pts if not p[4]]) == {}  # no fit-half point: no model
+
+
+def test_json_lines_load_as_a_list_and_a_broken_line_is_refused(tmp_path):
+    (tmp_path / "w").mkdir()
+    (tmp_path / "w/rank0.jsonl").write_text('{"event": "start"}\n\n{"event": "iter", "iter": 0}\n')
+    assert docs.load_source(tmp_path, "w/rank0.jsonl") == [{"event": "start"}, {"event": "iter", "iter": 0}]
+    (tmp_path / "w/rank1.jsonl").write_text('{"event": "start"}\n{"event": \n')
+    with pytest.raises(docs.MissingSource, match="unreadable"):
+        docs.load_source(tmp_path, "w/rank1.jsonl")
+
+
+def test_blocksparse_stages_are_the_slowest_selecting_ranks_medians_over_measured_iterations():
+    """Per iteration the rank whose selection took longest gives the selection, its push and pull
+    steps and its bytes; medians over the iterations that are not warm-up and have every rank's
+    steps."""
+    def rank(sels, steps, warm=()):
+        out = []
+        for i, (sel, (push, pull)) in enumerate(zip(sels, steps)):
+            out.append({"event": "iter", "iter": i, "warmup": i in warm, "observed": {"sparsify_seconds": sel}})
+            out.append({"event": "stage", "iter": i, "phase": "push", "t0": 10.0, "t1": 10.0 + push, "bytes": 100})
+            out.append({"event": "stage", "iter": i, "phase": "pull", "t0": 20.0, "t1": 20.0 + pull, "bytes": 1000})
+        return out
+    a = rank([0.5, 0.1, 0.3, 9.0], [(1.0, 2.0), (5.0, 6.0), (3.0, 4.0), (99.0, 99.0)], warm={3})
+    b = rank([0.2, 0.4, 0.1, 9.0], [(7.0, 8.0), (1.5, 2.5), (9.0, 9.0), (99.0, 99.0)], warm={3})
+    st = doctables.projection.blocksparse_stages([a, b])
+    # iteration 0: a (0.5, 1, 2); 1: b (0.4, 1.5, 2.5); 2: a (0.3, 3, 4); 3 is warm-up
+    assert st == pytest.approx({"sparsify": 0.4, "push": 1.5, "pull": 2.5, "bytes": 1100})
+    with pytest.raises(ValueError, match="no measured iteration"):
+        doctables.projection.blocksparse_stages([a, [e for e in b if e.get("phase") != "pull"]])

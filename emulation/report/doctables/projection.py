@@ -1954,6 +1954,75 @@ def projection_blocksparse_rounds(data: dict) -> list[str]:
             f"block-sparse run, the superseded executors' too, {'; '.join(every)}."]
 
 
+# The block-sparse ResNet-20 runs of today's executor (receives posted before the sends), each
+# folder's run directories: where their workers' logs say what a step spends
+BLOCKSPARSE_STAGE_FOLDERS = (
+    ("dfs-resnet18-digits-paper-table", ("05", "06", "07")),
+    ("dfs-resnet18-digits-receives-first", ("05", "06", "07")),
+    ("tcp-cc/dfs-resnet18-digits-iters40-cubic", ("05", "06", "07")),
+    ("tcp-cc/dfs-resnet18-digits-150-cubic", ("05", "06", "07")),
+    ("tcp-cc/dfs-resnet20-rounds-cubic", ("01", "02", "03")),
+    ("tcp-cc/dfs-resnet20-rounds-bw200-cubic", ("01", "02", "03")))
+_STAGE_RUNS = {"dfs": "dfs-density-0-01", "omnireduce": "omnireduce-density-0-01", "topk_ps": "topk-ps-density-0-01"}
+BLOCKSPARSE_STAGE_RANKS = 4
+BLOCKSPARSE_STAGE_SOURCES = tuple(
+    f"{folder}/{n}-fattree-4-{_STAGE_RUNS[a]}-resnet20/workers/rank{r}.jsonl"
+    for folder, nums in BLOCKSPARSE_STAGE_FOLDERS for n, a in zip(nums, BLOCK_SPARSE)
+    for r in range(BLOCKSPARSE_STAGE_RANKS)) + tuple(f"{f}/summary.json" for f, _ in BLOCKSPARSE_STAGE_FOLDERS)
+
+
+def blocksparse_stages(logs: list) -> dict:
+    """Medians over the measured iterations of one run, in seconds, from its ranks' worker logs
+    (`logs`: each rank's list of events): the slowest rank's selection (`sparsify_seconds`, the
+    sync waits for it), and that rank's push and pull steps as it logged them (`stage` events,
+    t0 to t1: its encode, its waits on the other ranks, both rounds and the bytes), and the bytes
+    it sent in both (their `bytes`)."""
+    its: dict = {}
+    for rank, events in enumerate(logs):
+        for e in events:
+            if e.get("event") == "iter" and not e.get("warmup"):
+                its.setdefault(e["iter"], {}).setdefault(rank, {}).update(e)
+            elif e.get("event") == "stage" and e.get("phase") in ("push", "pull"):
+                mine = its.setdefault(e.get("iter"), {}).setdefault(rank, {})
+                mine[e["phase"]] = e["t1"] - e["t0"]
+                mine[e["phase"] + "_bytes"] = e.get("bytes", 0)
+    rows = []
+    for ranks in its.values():
+        if len(ranks) != len(logs) or any("observed" not in v or "push" not in v or "pull" not in v
+                                           for v in ranks.values()):
+            continue
+        slow = max(ranks.values(), key=lambda v: v["observed"]["sparsify_seconds"])
+        rows.append((slow["observed"]["sparsify_seconds"], slow["push"], slow["pull"],
+                     slow.get("push_bytes", 0) + slow.get("pull_bytes", 0)))
+    if not rows:
+        raise ValueError("no measured iteration with every rank's push and pull logged")
+    return dict(zip(("sparsify", "push", "pull", "bytes"), (statistics.median(c) for c in zip(*rows))))
+
+
+def projection_blocksparse_stages(data: dict) -> list[str]:
+    """What the short block-sparse syncs spend, per folder: the slowest rank's selection and its
+    push and pull steps (`blocksparse_stages`), beside the link rate and the measured sync."""
+    cells = []
+    for folder, nums in BLOCKSPARSE_STAGE_FOLDERS:
+        runs = runs_of(data, f"{folder}/summary.json")
+        for n, algo in zip(nums, BLOCK_SPARSE):
+            d = f"{n}-fattree-4-{_STAGE_RUNS[algo]}-resnet20"
+            run = next(r for r in runs if r.get("dir") == d)
+            st = blocksparse_stages([data[f"{folder}/{d}/workers/rank{r}.jsonl"] for r in range(BLOCKSPARSE_STAGE_RANKS)])
+            mbps = num(run.get("link_mbps"))
+            cells.append([projected_name(folder), host_tcp(run).upper(), fmt(mbps, "g"),
+                          algo, fmt(run.get("median_sync_seconds") * 1e3, ".1f"),
+                          fmt(st["sparsify"] * 1e3, ".1f"), fmt(st["push"] * 1e3, ".1f"), fmt(st["pull"] * 1e3, ".1f"),
+                          fmt(st["bytes"] / 1e3, ".1f"), fmt(st["bytes"] * 8 / (mbps * 1e6) * 1e3, ".2f")])
+    return table(["experiment", "hosts", "link Mbit/s", "algorithm", "measured sync ms",
+                  "slowest selection ms", "its push step ms", "its pull step ms", "kB it sent in both",
+                  "those at the link rate ms"], cells) + [
+        "", "ResNet-20 with each algorithm at density 0.01 on 4 workers, today's executor (receives posted before "
+            "the sends); medians over the measured iterations of the slowest-selecting rank's selection and of its "
+            "push and pull steps as its worker log has them (`stage` events: its encode, its waits on the other "
+            "ranks, both rounds and the bytes)."]
+
+
 def projection_cubic_fan_in(data: dict) -> list[str]:
     """The same on the folders run with CUBIC in the hosts: e and L fitted on their own fit half."""
     return projection_fan_in(data, CUBIC_FAN_IN)
