@@ -488,4 +488,4 @@ def test_each_step_is_two_rounds_headers_then_payloads_and_the_projection_charge
     # the replay of logged bytes: tests/unit/test_project_compute.py (a measured run's logs)
     forms = [algo.modelled_steps(p), algo.step_blocks(p), algo.phases(p)]
     assert algo.step_rounds(p) == [2, 2] and all(len(f) == 2 for f in forms)
-    assert base.get(algo.name).step_rounds(plan(spec, 1)[1]) == [0, 0]
+    assert algo.step_rounds(plan(spec, 1)[1]) == [0, 0]

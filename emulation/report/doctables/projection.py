@@ -1929,21 +1929,21 @@ def projection_blocksparse_rounds(data: dict) -> list[str]:
     fitted e and L; then the counts within TOLERANCE of every faithful block-sparse run."""
     cells, shown, every = [], [], []
     for fan in (BBR_FAN_IN, CUBIC_FAN_IN):
-        _, lat, rows = _fan_in_rows(data, fan)
-        rows = [r for r in rows if r["algorithm"] in BLOCK_SPARSE]
+        rows = [r for r in _fan_in_rows(data, fan)[2] if r["algorithm"] in BLOCK_SPARSE]
         if any(r["rounds"] != 2 * len(BLOCK_SPARSE_STEPS) for r in rows):
             raise ValueError("a block-sparse projection was not charged two rounds per step: rerun "
                              "`bash scripts/project_measured.sh` on its folder")
-        one = {id(r): common.ratio(r["fan_in_seconds"] - r["fan_in_l"] * len(BLOCK_SPARSE_STEPS),
-                                   r["measured_seconds"]) for r in rows}  # a round less per step
+        for r in rows:  # a round less per step
+            r["one_round_ratio"] = common.ratio(r["fan_in_seconds"] - r["fan_in_l"] * len(BLOCK_SPARSE_STEPS),
+                                                r["measured_seconds"])
         now = [r for r in rows if not r.get("superseded")]
         for r in sorted(now, key=lambda r: (r["fit"] is False, r["experiment"], str(r["model"]), r["algo_spec"])):
             cells.append([fan.cc.upper(), r["experiment"], "fit" if r["fit"] else "held out", r["algo_spec"],
                           str(r["model"]), fmt(r["measured_seconds"], ".3f"), fmt(r["fan_in_l"] * 1e3, ".2f"),
-                          fmt(one[id(r)], ".2f"), fmt(r["fan_in_ratio"], ".2f")])
+                          fmt(r["one_round_ratio"], ".2f"), fmt(r["fan_in_ratio"], ".2f")])
         for counts, which in ((shown, now), (every, rows)):
             for half, of_half in zip(("fit", "held out"), fan_in_split(which)):
-                a = [one[id(r)] for r in of_half if one[id(r)] is not None]
+                a = [r["one_round_ratio"] for r in of_half if r["one_round_ratio"] is not None]
                 b = [r["fan_in_ratio"] for r in of_half if r["fan_in_ratio"] is not None]
                 counts.append(f"{fan.cc.upper()} {half}, {_within(a)} and {_within(b)} of {len(b)}")
     return table(["hosts", "experiment", "half", "algorithm", "model", "measured s", "L ms",
