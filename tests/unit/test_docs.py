@@ -426,3 +426,23 @@ def test_blocksparse_stages_are_the_slowest_selecting_ranks_medians_over_measure
     assert st == pytest.approx({"sparsify": 0.4, "push": 1.5, "pull": 2.5, "bytes": 1100})
     with pytest.raises(ValueError, match="no measured iteration"):
         doctables.projection.blocksparse_stages([a, [e for e in b if e.get("phase") != "pull"]])
+
+
+def test_selection_speed_is_the_slowest_selection_over_the_fit_halfs_model():
+    """s = the selection the replay charges (the slowest worker's where logged) over the fit half's
+    cost model at the run's elements and P; None without a logged selection, a model, or with a
+    real setting's charge."""
+    from emulation.simulator import costs
+
+    model = costs.CostModel(0.001, 2e-8)
+    fits = {("dfs", "sparsify_seconds"): (model, [])}
+    row = {"algorithm": "dfs", "gradient_bytes": 4 * 270_000, "workers": 4,
+           "run": {"sparsify_seconds": 0.005, "sparsify_seconds_slowest": 0.012}}
+    want = 0.012 / model.seconds(costs.work(270_000, 4, doctables.projection.EMULATION_CORES))
+    assert doctables.projection.selection_speed(row, fits) == pytest.approx(want)
+    assert doctables.projection.selection_speed({**row, "run": {"sparsify_seconds": 0.005}}, fits) == pytest.approx(
+        want * 5 / 12)  # no slowest logged: the mean
+    assert doctables.projection.selection_speed({**row, "algorithm": "omnireduce"}, fits) is None
+    assert doctables.projection.selection_speed({**row, "run": {}}, fits) is None
+    assert doctables.projection.selection_speed(
+        {**row, "run": {**row["run"], "sparsify_seconds_charged": 0.1}}, fits) is None

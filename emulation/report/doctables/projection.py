@@ -1954,6 +1954,75 @@ def projection_blocksparse_rounds(data: dict) -> list[str]:
             f"block-sparse run, the superseded executors' too, {'; '.join(every)}."]
 
 
+# A start-up per block-sparse round in units of this CPU's speed at the hour of the run (tested
+# here, not charged by the validation): what the short syncs spend beyond their bytes, rounds and
+# logged compute moves with the hour's speed (projection-blocksparse-stages), so each round is
+# charged lambda x s instead of L, s being how slowly the run selected against the fit half's
+# selection cost model, lambda fitted on the fit half's runs of today's executor.
+SPARSIFY_KEY = "sparsify_seconds"  # workloads/algorithms/topk.py's SPARSIFY, as the workers log it
+
+
+def selection_speed(r: dict, fits: dict) -> float | None:
+    """s of a validation row: the slowest worker's selection as the replay charges it
+    (`charged_figure`) over the seconds the fit half's selection cost model gives for the run's
+    elements and P (`fitted_costs`); 1 is the speed of the fit half's hours, 2 twice as slow. None
+    where the run logged no selection, was charged a real setting's, or its compressor has no
+    model."""
+    from emulation.simulator import costs
+
+    secs = charged_figure(r["run"], SPARSIFY_KEY)
+    model = fits.get((COMPRESSORS.get(r["algorithm"], r["algorithm"]), SPARSIFY_KEY))
+    elements = (r["gradient_bytes"] or 0) // 4
+    if secs is None or model is None or not elements:
+        return None
+    modelled = model[0].seconds(costs.work(elements, r["workers"], EMULATION_CORES))
+    return secs / modelled if modelled > 0 else None
+
+
+def blocksparse_cpu_unit(data: dict, fan: FanIn) -> tuple[float, list[dict]]:
+    """(lambda, rows): the block-sparse runs of today's executor in `fan`'s validation, each with
+    its speed s (`selection_speed`, the BBR fit half's cost models as the unit for both) and its
+    projection with lambda x s per round in place of L (`cpu_unit_ratio`); lambda fitted as L is
+    (`fit_round_latency`: rounds x s in place of rounds) on the fit half's rows that have an s."""
+    fits = fitted_costs(data)
+    rows = [r for r in _fan_in_rows(data, fan)[2] if r["algorithm"] in BLOCK_SPARSE and not r.get("superseded")]
+    for r in rows:
+        r["speed"] = selection_speed(r, fits)
+        r["without_rounds"] = r["fan_in_seconds"] - r["fan_in_l"] * (r["rounds"] or 0)
+    lam = fit_round_latency([(r["measured_seconds"], r["without_rounds"], r["rounds"] * r["speed"])
+                             for r in rows if r["fit"] and r["speed"] is not None and r["rounds"]])
+    for r in rows:
+        r["cpu_unit_seconds"] = None if r["speed"] is None else r["without_rounds"] + lam * r["speed"] * r["rounds"]
+        r["cpu_unit_ratio"] = common.ratio(r["cpu_unit_seconds"], r["measured_seconds"])
+    return lam, rows
+
+
+def projection_blocksparse_cpu_unit(data: dict) -> list[str]:
+    """Both validations' block-sparse runs of today's executor charged L per round (as the fan-in
+    tables) and lambda x s per round (`blocksparse_cpu_unit`), with the counts within TOLERANCE."""
+    cells, notes = [], []
+    for fan in (BBR_FAN_IN, CUBIC_FAN_IN):
+        lam, rows = blocksparse_cpu_unit(data, fan)
+        for r in sorted(rows, key=lambda r: (r["fit"] is False, r["experiment"], str(r["model"]), r["algo_spec"])):
+            cells.append([fan.cc.upper(), r["experiment"], "fit" if r["fit"] else "held out", r["algo_spec"],
+                          str(r["model"]), fmt(r["measured_seconds"], ".3f"), fmt(r["speed"], ".2f"),
+                          fmt(r["fan_in_l"] * 1e3, ".2f"), fmt(r["fan_in_ratio"], ".2f"),
+                          fmt(None if r["speed"] is None else lam * r["speed"] * 1e3, ".2f"), fmt(r["cpu_unit_ratio"], ".2f")])
+        halves = []
+        for half, of_half in zip(("fit", "held out"), fan_in_split(rows)):
+            a = [r["fan_in_ratio"] for r in of_half if r["fan_in_ratio"] is not None]
+            b = [r["cpu_unit_ratio"] for r in of_half if r["cpu_unit_ratio"] is not None]
+            halves.append(f"{half} {_within(a)} and {_within(b)} of {len(b)}")
+        fitted_on = sum(1 for r in rows if r["fit"] and r["speed"] is not None and r["rounds"])
+        notes.append(f"{fan.cc.upper()}: lambda = {lam * 1e3:.2f} ms, fitted on {fitted_on} fit-half runs; "
+                     f"within {TOLERANCE:.0%} with L and with lambda x s, {', '.join(halves)}")
+    return table(["hosts", "experiment", "half", "algorithm", "model", "measured s", "speed s", "L ms",
+                  "sim/meas, L per round (charged)", "lambda x s ms", "sim/meas, lambda x s per round"], cells) + [
+        "", "Runs of today's executor (receives posted before the sends), each validation's fitted e. s: the slowest "
+            "worker's logged selection over the BBR fit half's selection cost model at the run's size and P (1: the "
+            "speed of the fit half's hours). " + "; ".join(notes) + "."]
+
+
 # The block-sparse ResNet-20 runs of today's executor (receives posted before the sends), each
 # folder's run directories: where their workers' logs say what a step spends
 BLOCKSPARSE_STAGE_FOLDERS = (
