@@ -231,7 +231,10 @@ CUBIC_FOLDERS = ("tcp-cc/hd-cubic", "tcp-cc/default-cubic", "tcp-cc/bml-bcube32-
                  "tcp-cc/dfs-resnet20-rounds-cubic",
                  # 07:08-07:11, held out by its name, pre-registered in the commit before it: the same
                  # row at 200 Mbit/s, where the rounds are a larger share of the sync
-                 "tcp-cc/dfs-resnet20-rounds-bw200-cubic")
+                 "tcp-cc/dfs-resnet20-rounds-bw200-cubic",
+                 # 2026-12-05 09:59-10:04, held out by their names, pre-registered in commit 625ac617:
+                 # the start-up per round in units of the hour's CPU speed (projection-blocksparse-cpu-unit)
+                 "tcp-cc/dfs-resnet20-speed-cubic", "tcp-cc/dfs-resnet20-speed-bw200-cubic")
 
 
 def host_tcp(run: dict) -> str:
@@ -2031,7 +2034,9 @@ BLOCKSPARSE_STAGE_FOLDERS = (
     ("tcp-cc/dfs-resnet18-digits-iters40-cubic", ("05", "06", "07")),
     ("tcp-cc/dfs-resnet18-digits-150-cubic", ("05", "06", "07")),
     ("tcp-cc/dfs-resnet20-rounds-cubic", ("01", "02", "03")),
-    ("tcp-cc/dfs-resnet20-rounds-bw200-cubic", ("01", "02", "03")))
+    ("tcp-cc/dfs-resnet20-rounds-bw200-cubic", ("01", "02", "03")),
+    ("tcp-cc/dfs-resnet20-speed-cubic", ("01", "02", "03")),
+    ("tcp-cc/dfs-resnet20-speed-bw200-cubic", ("01", "02", "03")))
 _STAGE_RUNS = {"dfs": "dfs-density-0-01", "omnireduce": "omnireduce-density-0-01", "topk_ps": "topk-ps-density-0-01"}
 BLOCKSPARSE_STAGE_RANKS = 4
 BLOCKSPARSE_STAGE_SOURCES = tuple(
