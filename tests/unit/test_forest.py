@@ -6,6 +6,7 @@ import dataclasses
 import itertools
 import json
 import math
+import pickle
 import random
 import time
 from pathlib import Path
@@ -187,6 +188,43 @@ def test_trees_are_spanning_and_rooted():
         assert all(t.depth(i) <= t.height for i in range(7))  # every node reaches the root
         g = nx.Graph([(i, p) for i, p in enumerate(t.parent) if p >= 0])
         assert nx.is_tree(g) and g.number_of_nodes() == 7
+
+
+def test_bounded_forests_grown_in_forked_processes_are_the_serial_ones(monkeypatch):
+    """`pack` grows its bounded forests (each height, each bias) in forked processes: the same
+    packing to the bit as grown one after another in this process."""
+    topo = build("fattree,k=4")
+    ov = forest.overlay_from_topology(topo, topo.hosts()[:12])
+    pools = []
+
+    class Spy(forest.ProcessPoolExecutor):
+        def __init__(self, *a, **k):
+            pools.append(self)
+            super().__init__(*a, **k)
+
+    monkeypatch.setattr(forest, "ProcessPoolExecutor", Spy)
+    serial = forest.pack(ov, elements=M // 4, processes=1)
+    assert not pools
+    parallel = forest.pack(ov, elements=M // 4, processes=2)
+    assert len(pools) == 1  # the forked path ran
+    assert serial.method == "congestion-aware trees"  # not the LP's own trees: the forests were grown
+    assert pickle.dumps(parallel) == pickle.dumps(serial)
+
+
+def test_lp_is_linprogs_to_the_bit():
+    """`_lp` calls HiGHS as linprog does, without linprog (scipy 1.17.1): the same solution bits."""
+    rng = np.random.default_rng(7)
+    topo = build("fattree,k=4")
+    cols = forest._Columns(forest.overlay_from_topology(topo, topo.hosts()))
+    _, loads, *_ = forest._column_generation(cols, 20)
+    cases = [(np.column_stack(loads[:j]), cols.cap) for j in range(1, len(loads) + 1)]
+    cases += [(rng.random((m, n)) * (rng.random((m, n)) < 0.5) + np.eye(m, n), rng.random(m) + 0.1)
+              for m, n in ((3, 2), (20, 7), (40, 30))]
+    for A, cap in cases:
+        res = linprog(-np.ones(A.shape[1]), A_ub=A, b_ub=cap, bounds=(0, None), method="highs")
+        x, value, duals = forest._lp(A, cap)
+        assert (x.tobytes(), value, duals.tobytes()) == (
+            res.x.tobytes(), -res.fun, np.maximum(-res.ineqlin.marginals, 0.0).tobytes())
 
 
 # --- the cut bound ------------------------------------------------------------------------------

@@ -40,8 +40,12 @@ shards (`rsag_bound_seconds`), which holds for ring-like schedules but not for f
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import math
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 import networkx as nx
@@ -71,6 +75,15 @@ MIN_CHUNK, MAX_CHUNK = 1024, 16384  # elements: 4 KiB..64 KiB per Gloo message
 _SOURCE = ("forest", "source")  # the extra node of the ratio max-flow
 FLOW = boykov_kolmogorov  # max-flow for the cuts (about twice preflow-push's speed here)
 EXHAUSTIVE_NODES = 8  # cut bound: every partition of the nodes up to this many (Bell(8) = 4140)
+# workers from which `pack` grows its bounded forests in forked processes and the cut bound is
+# computed in one (`default_processes`). Measured on 2 CPUs, in a process with torch loaded: a
+# fork costs about 10 ms; packing Fat-Tree k = 4 with 8 workers took 0.16 s forked against 0.19 s,
+# 16 workers 0.29 against 0.40 s (the cut bound at 16: 40 against 17 ms, at 32: 85 against 70 ms).
+# Below 64 plans take seconds at most, and the emulation's (16-32 workers on one machine) are made
+# in the runner, a process that may hold threads (the CPU monitor's, emulation/monitor.py, and
+# torch's): forking a threaded process risks a child that waits on a lock no thread of it holds,
+# for tenths of a second saved. So only plans of 64 workers and more (the projections') fork.
+PARALLEL_FROM = 64
 
 
 # --- 1. the network as the planner sees it ---------------------------------------------------
@@ -261,6 +274,17 @@ class _Columns:
         return key, load
 
 
+@functools.lru_cache(maxsize=1)  # one plan's n at a time: at thousands of workers they are large
+def _upper(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The pairs u < v of n workers in row order (np.triu_indices(n, 1)) and the row pointers of
+    a CSR matrix holding exactly them; read-only, made once per plan (every pricing round uses them)."""
+    iu, ju = np.triu_indices(n, 1)
+    indptr = np.concatenate([[0], np.cumsum(np.arange(n - 1, -1, -1))])
+    for a in (iu, ju, indptr):
+        a.setflags(write=False)
+    return iu, ju, indptr
+
+
 def _kruskal(w: np.ndarray, degree=None) -> list[tuple[int, int]]:
     """Spanning tree of the complete overlay by Kruskal: the exact minimum with degree None,
     else greedy under a degree cap (on a complete graph it always spans). Edges in order of
@@ -270,12 +294,15 @@ def _kruskal(w: np.ndarray, degree=None) -> list[tuple[int, int]]:
     The exact tree is scipy's on the ranks of that order (one tree, no ties left to break); the
     capped trees walk the order with a union-find."""
     n = len(w)
-    iu, ju = np.triu_indices(n, 1)
-    order = np.lexsort((ju, iu, w[iu, ju]))
+    iu, ju, indptr = _upper(n)
+    # the pairs are in row order already, so a stable sort by weight alone is the lexsort by
+    # (weight, u, v) this was, the same permutation in a third less time
+    order = np.argsort(w[iu, ju], kind="stable")
     if degree is None:  # the order made strict (rank + 1, distinct): its unique minimum tree, in C
-        rank = np.zeros((n, n))
-        rank[iu[order], ju[order]] = np.arange(1, len(order) + 1, dtype=float)
-        tree = minimum_spanning_tree(sparse.csr_matrix(rank)).tocoo()
+        rank = np.empty(len(order))
+        rank[order] = np.arange(1, len(order) + 1, dtype=float)
+        # the CSR matrix of the dense upper triangle of ranks, made without scanning n^2 zeros
+        tree = minimum_spanning_tree(sparse.csr_matrix((rank, ju, indptr), shape=(n, n))).tocoo()
         return sorted(zip(tree.row.tolist(), tree.col.tolist()))
     root, deg, edges = list(range(n)), [0] * n, []  # union-find by path halving
 
@@ -306,10 +333,55 @@ def _cost(w: np.ndarray, edges) -> float:
 
 def _lp(A: np.ndarray, cap: np.ndarray):
     """max sum x s.t. A x <= cap, x >= 0: (x, value, duals >= 0)."""
-    res = linprog(-np.ones(A.shape[1]), A_ub=A, b_ub=cap, bounds=(0, None), method="highs")
-    if res.status != 0:
-        raise RuntimeError(f"forest: the packing LP failed: {res.message}")
-    return res.x, -res.fun, np.maximum(-res.ineqlin.marginals, 0.0)
+    if _HIGHS is not None:
+        x, fun, marginals = _highs_lp(A, cap)
+    else:
+        res = linprog(-np.ones(A.shape[1]), A_ub=A, b_ub=cap, bounds=(0, None), method="highs")
+        if res.status != 0:
+            raise RuntimeError(f"forest: the packing LP failed: {res.message}")
+        x, fun, marginals = res.x, res.fun, res.ineqlin.marginals
+    return x, -fun, np.maximum(-marginals, 0.0)
+
+
+# linprog(method="highs") of scipy 1.17.1 (requirements.txt) reduced to what `_lp` asks of it: the
+# same HiGHS call on the same model and options, so the same solution to the bit, but with the
+# matrix handed to HiGHS as lists (pybind copies a numpy array into a C++ vector through one
+# Python object per element, about 5 times slower than from a list) and without linprog's input
+# checks and dense-to-sparse conversions. At 432 workers (Fat-Tree k = 12: 200 LPs of 2592 rows)
+# the time around HiGHS's own 21 s went from 6.3 to 4.1 s (profiled). With another scipy:
+# linprog itself, as these private functions may differ there.
+try:
+    import scipy
+    from scipy.optimize._highspy import _core as _highs_core
+    from scipy.optimize._highspy._highs_wrapper import _highs_wrapper
+    from scipy.optimize._linprog_util import _check_result
+
+    _HIGHS = None if scipy.__version__ != "1.17.1" else {  # _linprog_highs's options at linprog's defaults
+        "presolve": True, "highs_debug_level": _highs_core.HighsDebugLevel.kHighsDebugLevelNone,
+        "log_to_console": False, "output_flag": False,
+        "simplex_strategy": _highs_core.simplex_constants.SimplexStrategy.kSimplexStrategyDual}
+except (ImportError, AttributeError):
+    _HIGHS = None
+
+
+def _highs_lp(A: np.ndarray, cap: np.ndarray):
+    """(x, objective, row duals) of linprog(-1, A_ub=A, b_ub=cap, bounds=(0, None), method="highs")
+    as scipy 1.17.1's `_linprog_highs` computes them (see above)."""
+    m, n = A.shape
+    col, row = np.nonzero(A.T)  # csc_array(A)'s order: column by column, rows ascending
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(col, minlength=n), out=indptr[1:])
+    inf = _highs_core.kHighsInf  # for infinite bounds, as `_replace_inf`
+    res = _highs_wrapper(-np.ones(n), indptr.tolist(), row.tolist(), A.T[col, row].tolist(), np.full(m, -inf),
+                         np.array(cap, dtype=float), np.zeros(n), np.full(n, inf), np.empty(0, dtype=np.uint8),
+                         dict(_HIGHS))
+    ok = res["status"] == _highs_core.HighsModelStatus.kOptimal
+    if ok:  # and linprog's check of the solution against the constraints
+        bounds = np.column_stack([np.zeros(n), np.full(n, np.inf)])
+        ok = _check_result(res["x"], res["fun"], 0, res["slack"], np.empty(0), bounds, 1e-9, "", None)[0] == 0
+    if not ok:
+        raise RuntimeError(f"forest: the packing LP failed: {res.get('message')}")
+    return res["x"], res["fun"], res["lambda"]
 
 
 def _column_generation(cols: _Columns, iterations: int):
@@ -540,6 +612,91 @@ def _bounded_forest(cols: _Columns, k: int, height: int, target: float, bias: tu
     return trees, loads, rates, best
 
 
+def default_processes(workers: int) -> int:
+    """Processes to plan `workers` with: the CPUs this process may run on from PARALLEL_FROM
+    workers, else 1; 1 in a daemonic process (multiprocessing lets it have no children)."""
+    if workers < PARALLEL_FROM or multiprocessing.current_process().daemon:
+        return 1
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _bounded_forests(cols: _Columns, k: int, target: float, jobs: list, processes: int) -> list:
+    """[(trees, rates, value)] of `_bounded_forest` for each (height, bias) of `jobs`, in order.
+    They are independent of one another, so with `processes` > 1 they are grown at once in
+    forked processes: 'fork' so that `cols` (its routes, matrix and cached columns) is shared
+    copy-on-write and not pickled to each; a column a child caches is lost with it, which
+    costs the parent time but not bits (the cache only saves recomputing a column)."""
+    if processes <= 1 or len(jobs) <= 1:
+        return [_expanded(_forest_job(job, cols, k, target), cols.ov.size) for job in jobs]
+    cols.routes()  # made once, before the fork, instead of once per child
+    with ProcessPoolExecutor(min(processes, len(jobs)), mp_context=multiprocessing.get_context("fork"),
+                             initializer=_share, initargs=(cols, k, target)) as pool:
+        # the tallest first: they grow longest (k = 12: 7 s against 3 s at height 2), so the
+        # short ones fill in behind and the processes end together
+        done = list(pool.map(_forest_job, jobs[::-1]))[::-1]
+    return [_expanded(out, cols.ov.size) for out in done]
+
+
+_SHARED: tuple = ()  # (cols, k, target) in a child of `_bounded_forests`, inherited by the fork
+
+
+def _share(*args) -> None:
+    global _SHARED
+    _SHARED = args
+
+
+def _forest_job(job: tuple, *shared) -> tuple:
+    """`_bounded_forest` at job = (height, bias): each tree as (a, b, nic[a, b], nic[b, a]) per
+    edge, in the edges' order, for a pickle of a few kB instead of an n x n NIC matrix."""
+    cols, k, target = shared or _SHARED
+    trees, _, rates, value = _bounded_forest(cols, k, job[0], target, job[1])
+    return [[(a, b, int(nic[a, b]), int(nic[b, a])) for a, b in edges] for edges, nic in trees], rates, value
+
+
+def _expanded(job_out: tuple, n: int) -> tuple:
+    """`_forest_job`'s trees as (edges, NIC matrix) again: the matrix `_grown` made, zeros but
+    on the tree's edges."""
+    trees, rates, value = job_out
+    return [([(a, b) for a, b, _, _ in t], _nic_matrix(t, n)) for t in trees], rates, value
+
+
+def forked(fn, *args):
+    """fn(*args) computed in a forked process while the caller goes on: returns a function
+    that waits for the result and returns it (or raises what fn raised). Forked so that the
+    arguments are not pickled; the result is, which keeps its bits."""
+    ctx = multiprocessing.get_context("fork")
+    receive, send = ctx.Pipe(duplex=False)
+
+    def run():
+        try:
+            out = (True, fn(*args))
+        except BaseException as e:  # noqa: BLE001 - raised again in the parent
+            out = (False, e)
+        send.send(out)
+
+    child = ctx.Process(target=run, daemon=True)
+    child.start()
+    send.close()
+
+    def result():
+        try:
+            ok, out = receive.recv()
+        except EOFError:  # it died before sending (killed, or a result that does not pickle)
+            child.join()
+            raise RuntimeError(f"forest: the process computing {fn.__name__} died "
+                               f"(exit code {child.exitcode})") from None
+        child.join()
+        receive.close()
+        if not ok:
+            raise out
+        return out
+
+    return result
+
+
 def _tree_radius(edges) -> int:
     """nx.radius of a tree, as ceil(diameter / 2) from two searches (a tree's center is the
     middle of its longest path) instead of one search per node."""
@@ -590,12 +747,17 @@ def pipeline_seconds(trees, rates, elements: int, chunk: int = 0) -> float:
 
 
 def pack(ov: Overlay, max_trees: int = MAX_TREES, iterations: int = ITERATIONS,
-         max_height: int | None = None, elements: int | None = None, chunk: int = 0) -> Packing:
+         max_height: int | None = None, elements: int | None = None, chunk: int = 0,
+         processes: int | None = None) -> Packing:
     """A near-optimal packing of at most `max_trees` trees (module docstring, steps 2-5).
 
     With `max_height`, the trees respect it. Without, heights 2, ceil(log2 N) and twice that
     are tried and the packing with the least `pipeline_seconds(elements, chunk)` wins
-    (`elements` None: the highest rate; ties go to the lower height)."""
+    (`elements` None: the highest rate; ties go to the lower height).
+
+    The bounded forests (one per height and bias) are grown in up to `processes` forked
+    processes at once (None: `default_processes(ov.size)`; 1: in this process). The packing is the
+    same whatever the number."""
     n = ov.size
     if max_trees < 1 or iterations < 1 or (max_height is not None and max_height < 1):
         raise ValueError(f"forest: max_trees, iterations and max_height must be >= 1, "
@@ -611,17 +773,18 @@ def pack(ov: Overlay, max_trees: int = MAX_TREES, iterations: int = ITERATIONS,
     d = default_height(n)
     heights = [int(max_height)] if max_height is not None else sorted({min(h, n - 1) for h in (2, d, 2 * d)})
     k = min(max_trees, n * (n - 1) // 2)
+    # the LP's own trees, when few and shallow enough, are the optimum itself
+    shallow = {h: len(support) <= max_trees and all(radius[j] <= h for j in support) for h in heights}
+    jobs = [(h, bias) for h in heights if not shallow[h] for bias in BIASES]
+    forests = dict(zip(jobs, _bounded_forests(cols, k, optimum, jobs,
+                                              processes if processes is not None else default_processes(n))))
     scored = []
     for height in heights:
-        # the LP's own trees, when few and shallow enough, are the optimum itself
-        if len(support) <= max_trees and all(radius[j] <= height for j in support):
+        if shallow[height]:
             found = [("column generation", [([(a, b) for a, b, _, _ in keys[j]], _nic_matrix(keys[j], n))
                                             for j in support], x[support], optimum)]
         else:
-            found = []
-            for bias in BIASES:
-                trees, _, rates, value = _bounded_forest(cols, k, height, optimum, bias)
-                found.append(("congestion-aware trees", trees, rates, value))
+            found = [("congestion-aware trees", *forests[height, bias]) for bias in BIASES]
         for method, trees, rates, value in found:
             picked = sorted(((t, r) for t, r in zip(trees, rates) if r > 1e-9 * value),
                             key=lambda tr: (-tr[1], sorted(tr[0][0])))
