@@ -6,6 +6,7 @@ import dataclasses
 import itertools
 import json
 import math
+import os
 import pickle
 import random
 import time
@@ -213,6 +214,7 @@ def test_bounded_forests_grown_in_forked_processes_are_the_serial_ones(monkeypat
 
 def test_lp_is_linprogs_to_the_bit():
     """`_lp` calls HiGHS as linprog does, without linprog (scipy 1.17.1): the same solution bits."""
+    assert forest._HIGHS is not None, "requirements.txt pins scipy 1.17.1, whose HiGHS call _lp makes itself"
     rng = np.random.default_rng(7)
     topo = build("fattree,k=4")
     cols = forest._Columns(forest.overlay_from_topology(topo, topo.hosts()))
@@ -225,6 +227,35 @@ def test_lp_is_linprogs_to_the_bit():
         x, value, duals = forest._lp(A, cap)
         assert (x.tobytes(), value, duals.tobytes()) == (
             res.x.tobytes(), -res.fun, np.maximum(-res.ineqlin.marginals, 0.0).tobytes())
+
+
+def _boom():
+    raise KeyError("from the child")
+
+
+def _slow():
+    time.sleep(60)
+    return 1
+
+
+def test_forked_returns_the_value_raises_the_error_and_cancels():
+    """`forked` gives fn's value through a forked process, raises what fn raised, and `cancel`
+    leaves no child behind."""
+    assert forest.forked(sorted, [3, 1, 2])() == [1, 2, 3]
+    with pytest.raises(KeyError, match="from the child"):
+        forest.forked(_boom)()
+    job = forest.forked(_slow)
+    assert job.child.is_alive()
+    job.cancel()
+    assert not job.child.is_alive() and job.child.exitcode is not None
+
+
+def test_planning_stays_in_process_below_parallel_from_and_in_daemonic_processes(monkeypatch):
+    assert forest.default_processes(forest.PARALLEL_FROM - 1) == 1
+    assert forest.default_processes(forest.PARALLEL_FROM) == len(os.sched_getaffinity(0))
+    monkeypatch.setattr(forest.multiprocessing.current_process(), "_config",
+                        {**forest.multiprocessing.current_process()._config, "daemon": True})
+    assert forest.default_processes(10 * forest.PARALLEL_FROM) == 1
 
 
 # --- the cut bound ------------------------------------------------------------------------------

@@ -136,46 +136,51 @@ def plan(ctx) -> dict:
     cuts = None
     if measured and n > 1:
         # independent of the packing and pure Python (networkx): computed meanwhile, on another
-        # CPU, while the packing's column generation keeps one busy (k = 12: 11 s of 80)
+        # CPU, while the packing's column generation keeps one busy (k = 12: about 10 s of 88)
         cuts = packing.forked(cut_bounds) if packing.default_processes(n) > 1 else cut_bounds
-    found = packed(used)
-    ranges = packing.proportional(elements, found.rates) if n > 1 else [(0, elements)]
-    trees = []
-    for tree, rate, (a, b) in zip(found.trees, found.rates, ranges):
-        if b <= a:
-            continue  # fewer elements than trees: this one has nothing to carry
-        trees.append({"root": tree.root, "parent": list(tree.parent), "nic_up": list(tree.nic_up),
-                      "nic_down": list(tree.nic_down), "range": [a, b],
-                      "chunk": min(packing.chunk_elements(b - a, chunk), b - a),
-                      "rate": rate if math.isfinite(rate) else None, "height": tree.height})
-    stride = max([_chunks(t) for t in trees] + [1])
-    if (2 * len(trees)) * stride - 1 > MAX_TAG:
-        raise ValueError(f"forest: {len(trees)} trees of up to {stride} chunks need more Gloo tags than "
-                         f"0..{MAX_TAG}; raise chunk_elements")
-    out = {
-        "algorithm": "forest", "workers": n, "world": ctx.world, "elements": elements,
-        "trees": trees, "tag_stride": stride, "window": int(opts.get("window", WINDOW)),
-        "bandwidth": "topology" if measured else "uniform (no topology: a complete graph of equal links)",
-        "rate": _finite(found.rate), "rate_optimum": _finite(found.optimum), "rate_upper": _finite(found.upper),
-        "gap": found.gap, "method": found.method, "max_height": found.max_height,
-        "iterations": found.iterations, "converged": found.converged, "pool": found.pool,
-        "planned_seconds": found.seconds(nbytes) if measured else None,
-        "pipeline_seconds": packing.pipeline_seconds(found.trees, found.rates, elements, chunk) if measured else None,
-        "notes": list(found.notes) + load_notes,
-        # which capacities the packing used; with background load, both are shown
-        "capacity": "available" if use_load else "configured",
-    }
-    if ctx.background:
-        out["background_source"] = ("measured before the run" if any(f.get("measured_mbps") is not None
-                                                                     for f in ctx.background) else "declared")
-        out["background_flows"] = [{"src": f["src"], "dst": f["dst"], "declared_mbps": f.get("mbps"),
-                                    "measured_mbps": f.get("measured_mbps")} for f in ctx.background]
-    if load and measured:  # the other choice too: what the background changes in the plan and the bound
-        other = packed(ov if use_load else available)
-        out[f"planned_seconds_{'configured' if use_load else 'available'}"] = other.seconds(nbytes)
-        out["background_links"] = {e: {"configured_mbps": round(ov.capacity[e] * 8 / 1e6, 3),
-                                       "available_mbps": round(available.capacity[e] * 8 / 1e6, 3)}
-                                   for e in sorted(load) if e in ov.capacity}
+    try:
+        found = packed(used)
+        ranges = packing.proportional(elements, found.rates) if n > 1 else [(0, elements)]
+        trees = []
+        for tree, rate, (a, b) in zip(found.trees, found.rates, ranges):
+            if b <= a:
+                continue  # fewer elements than trees: this one has nothing to carry
+            trees.append({"root": tree.root, "parent": list(tree.parent), "nic_up": list(tree.nic_up),
+                          "nic_down": list(tree.nic_down), "range": [a, b],
+                          "chunk": min(packing.chunk_elements(b - a, chunk), b - a),
+                          "rate": rate if math.isfinite(rate) else None, "height": tree.height})
+        stride = max([_chunks(t) for t in trees] + [1])
+        if (2 * len(trees)) * stride - 1 > MAX_TAG:
+            raise ValueError(f"forest: {len(trees)} trees of up to {stride} chunks need more Gloo tags than "
+                             f"0..{MAX_TAG}; raise chunk_elements")
+        out = {
+            "algorithm": "forest", "workers": n, "world": ctx.world, "elements": elements,
+            "trees": trees, "tag_stride": stride, "window": int(opts.get("window", WINDOW)),
+            "bandwidth": "topology" if measured else "uniform (no topology: a complete graph of equal links)",
+            "rate": _finite(found.rate), "rate_optimum": _finite(found.optimum), "rate_upper": _finite(found.upper),
+            "gap": found.gap, "method": found.method, "max_height": found.max_height,
+            "iterations": found.iterations, "converged": found.converged, "pool": found.pool,
+            "planned_seconds": found.seconds(nbytes) if measured else None,
+            "pipeline_seconds": packing.pipeline_seconds(found.trees, found.rates, elements, chunk) if measured else None,
+            "notes": list(found.notes) + load_notes,
+            # which capacities the packing used; with background load, both are shown
+            "capacity": "available" if use_load else "configured",
+        }
+        if ctx.background:
+            out["background_source"] = ("measured before the run" if any(f.get("measured_mbps") is not None
+                                                                         for f in ctx.background) else "declared")
+            out["background_flows"] = [{"src": f["src"], "dst": f["dst"], "declared_mbps": f.get("mbps"),
+                                        "measured_mbps": f.get("measured_mbps")} for f in ctx.background]
+        if load and measured:  # the other choice too: what the background changes in the plan and the bound
+            other = packed(ov if use_load else available)
+            out[f"planned_seconds_{'configured' if use_load else 'available'}"] = other.seconds(nbytes)
+            out["background_links"] = {e: {"configured_mbps": round(ov.capacity[e] * 8 / 1e6, 3),
+                                           "available_mbps": round(available.capacity[e] * 8 / 1e6, 3)}
+                                       for e in sorted(load) if e in ov.capacity}
+    except BaseException:  # the plan fails or is interrupted: no child left computing the cut bound
+        if hasattr(cuts, "cancel"):
+            cuts.cancel()
+        raise
     if cuts is not None:
         cut, cut_available = cuts()
         out.update(bound_cut_seconds=cut.seconds, bound_cut_which=cut.which, bound_rsag_seconds=cut.rsag_seconds)

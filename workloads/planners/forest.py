@@ -46,6 +46,7 @@ import math
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
 import networkx as nx
@@ -333,8 +334,15 @@ def _cost(w: np.ndarray, edges) -> float:
 
 def _lp(A: np.ndarray, cap: np.ndarray):
     """max sum x s.t. A x <= cap, x >= 0: (x, value, duals >= 0)."""
+    global _HIGHS
+    fast = None
     if _HIGHS is not None:
-        x, fun, marginals = _highs_lp(A, cap)
+        try:
+            fast = _highs_lp(A, cap)
+        except TypeError:  # the private wrapper's signature is not 1.17.1's after all: linprog from now on
+            _HIGHS = None
+    if fast is not None:
+        x, fun, marginals = fast
     else:
         res = linprog(-np.ones(A.shape[1]), A_ub=A, b_ub=cap, bounds=(0, None), method="highs")
         if res.status != 0:
@@ -632,11 +640,19 @@ def _bounded_forests(cols: _Columns, k: int, target: float, jobs: list, processe
     if processes <= 1 or len(jobs) <= 1:
         return [_expanded(_forest_job(job, cols, k, target), cols.ov.size) for job in jobs]
     cols.routes()  # made once, before the fork, instead of once per child
-    with ProcessPoolExecutor(min(processes, len(jobs)), mp_context=multiprocessing.get_context("fork"),
-                             initializer=_share, initargs=(cols, k, target)) as pool:
-        # the tallest first: they grow longest (k = 12: 7 s against 3 s at height 2), so the
-        # short ones fill in behind and the processes end together
-        done = list(pool.map(_forest_job, jobs[::-1]))[::-1]
+    try:
+        pool = ProcessPoolExecutor(min(processes, len(jobs)), mp_context=multiprocessing.get_context("fork"),
+                                   initializer=_share, initargs=(cols, k, target))
+        try:
+            # the tallest first: they grow longest (k = 12: 7 s against 3 s at height 2), so the
+            # short ones fill in behind and the processes end together
+            done = list(pool.map(_forest_job, jobs[::-1]))[::-1]
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)  # the jobs not started are dropped
+            raise
+        pool.shutdown()
+    except (OSError, BrokenProcessPool):  # no fork (memory, process limit) or a child killed: here
+        return _bounded_forests(cols, k, target, jobs, 1)
     return [_expanded(out, cols.ov.size) for out in done]
 
 
@@ -646,6 +662,19 @@ _SHARED: tuple = ()  # (cols, k, target) in a child of `_bounded_forests`, inher
 def _share(*args) -> None:
     global _SHARED
     _SHARED = args
+    _die_with_parent()
+
+
+def _die_with_parent() -> None:
+    """In a forked child: be sent SIGTERM when the parent dies (Linux's PR_SET_PDEATHSIG), so
+    that a planner killed mid-plan leaves no child computing, or waiting on a queue whose
+    writing end it holds itself. Elsewhere nothing."""
+    try:
+        import ctypes
+        import signal
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 def _forest_job(job: tuple, *shared) -> tuple:
@@ -663,38 +692,58 @@ def _expanded(job_out: tuple, n: int) -> tuple:
     return [([(a, b) for a, b, _, _ in t], _nic_matrix(t, n)) for t in trees], rates, value
 
 
-def forked(fn, *args):
-    """fn(*args) computed in a forked process while the caller goes on: returns a function
-    that waits for the result and returns it (or raises what fn raised). Forked so that the
-    arguments are not pickled; the result is, which keeps its bits."""
-    ctx = multiprocessing.get_context("fork")
-    receive, send = ctx.Pipe(duplex=False)
+def forked(fn, *args) -> "_Forked":
+    """fn(*args) computed in a forked process while the caller goes on: call the result to wait
+    for it and get fn's value (or what fn raised), or `cancel` it. Forked so that the arguments
+    are not pickled; the value is, which keeps its bits. Where the fork fails, fn runs when
+    called, in this process."""
+    return _Forked(fn, args)
 
-    def run():
+
+class _Forked:
+    def __init__(self, fn, args):
+        self.fn, self.args, self.child = fn, args, None
+        ctx = multiprocessing.get_context("fork")
+        self.receive, send = ctx.Pipe(duplex=False)
+
+        def run():
+            _die_with_parent()
+            try:
+                out = (True, fn(*args))
+            except BaseException as e:  # noqa: BLE001 - raised again in the parent
+                out = (False, e)
+            send.send(out)
+
         try:
-            out = (True, fn(*args))
-        except BaseException as e:  # noqa: BLE001 - raised again in the parent
-            out = (False, e)
-        send.send(out)
+            self.child = ctx.Process(target=run, daemon=True)
+            self.child.start()
+        except OSError:  # no fork here (memory, process limit): computed when asked, in this process
+            self.child = None
+            self.receive.close()
+        send.close()
 
-    child = ctx.Process(target=run, daemon=True)
-    child.start()
-    send.close()
-
-    def result():
+    def __call__(self):
+        if self.child is None:
+            return self.fn(*self.args)
         try:
-            ok, out = receive.recv()
-        except EOFError:  # it died before sending (killed, or a result that does not pickle)
-            child.join()
-            raise RuntimeError(f"forest: the process computing {fn.__name__} died "
-                               f"(exit code {child.exitcode})") from None
-        child.join()
-        receive.close()
+            ok, out = self.receive.recv()
+        except EOFError:  # it died before sending (killed, or a value that does not pickle)
+            self.child.join()
+            raise RuntimeError(f"forest: the process computing {self.fn.__name__} died "
+                               f"(exit code {self.child.exitcode})") from None
+        finally:
+            self.receive.close()
+        self.child.join()
         if not ok:
             raise out
         return out
 
-    return result
+    def cancel(self) -> None:
+        """Stop the child, if any, and close the pipe: for a caller that will not ask."""
+        if self.child is not None:
+            self.child.terminate()
+            self.child.join()
+            self.receive.close()
 
 
 def _tree_radius(edges) -> int:

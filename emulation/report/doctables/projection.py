@@ -2013,9 +2013,9 @@ def projection_blocksparse_cpu_unit(data: dict) -> list[str]:
                           fmt(None if r["speed"] is None else lam * r["speed"] * 1e3, ".2f"), fmt(r["cpu_unit_ratio"], ".2f")])
         halves = []
         for half, of_half in zip(("fit", "held out"), fan_in_split(rows)):
-            a = [r["fan_in_ratio"] for r in of_half if r["fan_in_ratio"] is not None]
-            b = [r["cpu_unit_ratio"] for r in of_half if r["cpu_unit_ratio"] is not None]
-            halves.append(f"{half} {_within(a)} and {_within(b)} of {len(b)}")
+            both = [r for r in of_half if r["fan_in_ratio"] is not None and r["cpu_unit_ratio"] is not None]
+            halves.append(f"{half} {_within([r['fan_in_ratio'] for r in both])} and "
+                          f"{_within([r['cpu_unit_ratio'] for r in both])} of {len(both)}")
         fitted_on = sum(1 for r in rows if r["fit"] and r["speed"] is not None and r["rounds"])
         notes.append(f"{fan.cc.upper()}: lambda = {lam * 1e3:.2f} ms, fitted on {fitted_on} fit-half runs; "
                      f"within {TOLERANCE:.0%} with L and with lambda x s, {', '.join(halves)}")
