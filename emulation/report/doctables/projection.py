@@ -1925,6 +1925,17 @@ def projection_blocksparse_fitted(data: dict) -> list[str]:
                "Every run has a model for each compute it logged.")]
 
 
+def _blocksparse_order(r: dict) -> tuple:
+    """The per-run block-sparse tables' row order: fit half first, then by experiment, model, spec."""
+    return r["fit"] is False, r["experiment"], str(r["model"]), r["algo_spec"]
+
+
+def _blocksparse_head(fan: FanIn, r: dict) -> list[str]:
+    """The per-run block-sparse tables' first cells: hosts, experiment, half, algorithm, model, measured s."""
+    return [fan.cc.upper(), r["experiment"], "fit" if r["fit"] else "held out", r["algo_spec"], str(r["model"]),
+            fmt(r["measured_seconds"], ".3f")]
+
+
 def projection_blocksparse_rounds(data: dict) -> list[str]:
     """The block-sparse runs whose executor posts a step's receives before its sends, in both
     validations, with the header round charged (two rounds per step, `_blocksparse.rounds`, since
@@ -1940,10 +1951,9 @@ def projection_blocksparse_rounds(data: dict) -> list[str]:
             r["one_round_ratio"] = common.ratio(r["fan_in_seconds"] - r["fan_in_l"] * len(BLOCK_SPARSE_STEPS),
                                                 r["measured_seconds"])
         now = [r for r in rows if not r.get("superseded")]
-        for r in sorted(now, key=lambda r: (r["fit"] is False, r["experiment"], str(r["model"]), r["algo_spec"])):
-            cells.append([fan.cc.upper(), r["experiment"], "fit" if r["fit"] else "held out", r["algo_spec"],
-                          str(r["model"]), fmt(r["measured_seconds"], ".3f"), fmt(r["fan_in_l"] * 1e3, ".2f"),
-                          fmt(r["one_round_ratio"], ".2f"), fmt(r["fan_in_ratio"], ".2f")])
+        for r in sorted(now, key=_blocksparse_order):
+            cells.append(_blocksparse_head(fan, r) + [fmt(r["fan_in_l"] * 1e3, ".2f"), fmt(r["one_round_ratio"], ".2f"),
+                                                      fmt(r["fan_in_ratio"], ".2f")])
         for counts, which in ((shown, now), (every, rows)):
             for half, of_half in zip(("fit", "held out"), fan_in_split(which)):
                 a = [r["one_round_ratio"] for r in of_half if r["one_round_ratio"] is not None]
@@ -1982,12 +1992,12 @@ def selection_speed(r: dict, fits: dict) -> float | None:
     return secs / modelled if modelled > 0 else None
 
 
-def blocksparse_cpu_unit(data: dict, fan: FanIn) -> tuple[float, list[dict]]:
+def blocksparse_cpu_unit(data: dict, fan: FanIn, fits: dict) -> tuple[float, list[dict]]:
     """(lambda, rows): the block-sparse runs of today's executor in `fan`'s validation, each with
     its speed s (`selection_speed`, the BBR fit half's cost models as the unit for both) and its
     projection with lambda x s per round in place of L (`cpu_unit_ratio`); lambda fitted as L is
-    (`fit_round_latency`: rounds x s in place of rounds) on the fit half's rows that have an s."""
-    fits = fitted_costs(data)
+    (`fit_round_latency`: rounds x s in place of rounds) on the fit half's rows that have an s.
+    `fits`: `fitted_costs(data)`."""
     rows = [r for r in _fan_in_rows(data, fan)[2] if r["algorithm"] in BLOCK_SPARSE and not r.get("superseded")]
     for r in rows:
         r["speed"] = selection_speed(r, fits)
@@ -2003,14 +2013,13 @@ def blocksparse_cpu_unit(data: dict, fan: FanIn) -> tuple[float, list[dict]]:
 def projection_blocksparse_cpu_unit(data: dict) -> list[str]:
     """Both validations' block-sparse runs of today's executor charged L per round (as the fan-in
     tables) and lambda x s per round (`blocksparse_cpu_unit`), with the counts within TOLERANCE."""
-    cells, notes = [], []
+    cells, notes, fits = [], [], fitted_costs(data)
     for fan in (BBR_FAN_IN, CUBIC_FAN_IN):
-        lam, rows = blocksparse_cpu_unit(data, fan)
-        for r in sorted(rows, key=lambda r: (r["fit"] is False, r["experiment"], str(r["model"]), r["algo_spec"])):
-            cells.append([fan.cc.upper(), r["experiment"], "fit" if r["fit"] else "held out", r["algo_spec"],
-                          str(r["model"]), fmt(r["measured_seconds"], ".3f"), fmt(r["speed"], ".2f"),
-                          fmt(r["fan_in_l"] * 1e3, ".2f"), fmt(r["fan_in_ratio"], ".2f"),
-                          fmt(None if r["speed"] is None else lam * r["speed"] * 1e3, ".2f"), fmt(r["cpu_unit_ratio"], ".2f")])
+        lam, rows = blocksparse_cpu_unit(data, fan, fits)
+        for r in sorted(rows, key=_blocksparse_order):
+            cells.append(_blocksparse_head(fan, r) + [
+                fmt(r["speed"], ".2f"), fmt(r["fan_in_l"] * 1e3, ".2f"), fmt(r["fan_in_ratio"], ".2f"),
+                fmt(None if r["speed"] is None else lam * r["speed"] * 1e3, ".2f"), fmt(r["cpu_unit_ratio"], ".2f")])
         halves = []
         for half, of_half in zip(("fit", "held out"), fan_in_split(rows)):
             both = [r for r in of_half if r["fan_in_ratio"] is not None and r["cpu_unit_ratio"] is not None]
@@ -2065,8 +2074,8 @@ def blocksparse_stages(logs: list) -> dict:
         if len(ranks) != len(logs) or any("observed" not in v or "push" not in v or "pull" not in v
                                            for v in ranks.values()):
             continue
-        slow = max(ranks.values(), key=lambda v: v["observed"]["sparsify_seconds"])
-        rows.append((slow["observed"]["sparsify_seconds"], slow["push"], slow["pull"],
+        slow = max(ranks.values(), key=lambda v: v["observed"][SPARSIFY_KEY])
+        rows.append((slow["observed"][SPARSIFY_KEY], slow["push"], slow["pull"],
                      slow.get("push_bytes", 0) + slow.get("pull_bytes", 0)))
     if not rows:
         raise ValueError("no measured iteration with every rank's push and pull logged")
